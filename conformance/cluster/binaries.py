@@ -1,0 +1,365 @@
+"""Build the control-plane binaries from the Go module proxy, once, into a per-user cache.
+
+The embedded cluster runs real upstream binaries: etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler, and kwok (the simulated kubelet), plus kwokctl for the side-by-side benchmark.
+They come from three small Go wrapper modules kept in ``cluster-binaries/`` (the Kubernetes one
+needs a ``replace`` per staging module, etcd and kwok are kept apart so their dependency graphs
+do not couple). The first build takes many minutes on two cores; afterwards every run finds the
+binaries in ``<cache>/bin/<versions>/`` and starts in seconds.
+
+A cache directory is complete only when its ``manifest.json`` exists: the build writes into a
+temporary sibling and renames it into place, so an interrupted build never looks finished. The
+manifest records each binary's size and SHA-256 and the digest of the recipe (go.mod, go.sum,
+main packages, linker flags) it was built from: a changed recipe rebuilds, a binary that no
+longer matches its manifest is reported as a corrupt cache with what to do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from filelock import FileLock
+
+from .errors import HarnessError
+from .paths import binaries_root, repo_root
+from .versions import FALLBACKS, PINNED, Versions
+
+Progress = Callable[[str], None]
+
+MANIFEST = "manifest.json"
+MANIFEST_SCHEMA = 1
+
+CONTROL_PLANE = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+ALL_BINARIES = ("etcd", *CONTROL_PLANE, "kwok", "kwokctl")
+MIN_GO = (1, 26)
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class GoBuild:
+    """One ``go build`` invocation: a wrapper module, the packages to build and its linker flags."""
+
+    module: str  # directory name under cluster-binaries/
+    packages: tuple[str, ...]
+    ldflags: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+    def argv(self, out_dir: Path) -> list[str]:
+        # A single package is written to an explicit file name: `go build` would name etcd's
+        # binary after its module path ("server"), not "etcd".
+        single = len(self.packages) == 1 and len(self.outputs) == 1
+        target = str(out_dir / self.outputs[0]) if single else str(out_dir) + os.sep
+        return ["go", "build", "-trimpath", "-ldflags", " ".join(self.ldflags), "-o", target, *self.packages]
+
+
+def build_plan(versions: Versions) -> tuple[GoBuild, ...]:
+    """The ``go build`` invocations that produce every binary for ``versions`` (pure)."""
+    k8s_ld = ["-s", "-w"]
+    major, minor = versions.kubernetes_minor.split(".")
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        k8s_ld += [
+            f"-X {pkg}.gitVersion={versions.kubernetes}",
+            f"-X {pkg}.gitMajor={major}",
+            f"-X {pkg}.gitMinor={minor}",
+            f"-X {pkg}.gitTreeState=clean",
+        ]
+    kwok_ld = [
+        "-s",
+        "-w",
+        f"-X sigs.k8s.io/kwok/pkg/consts.Version={versions.kwok.lstrip('v')}",
+        f"-X sigs.k8s.io/kwok/pkg/consts.KubeVersion={versions.kubernetes.lstrip('v')}",
+    ]
+    return (
+        GoBuild("controlplane", ("./cmd/...",), tuple(k8s_ld), CONTROL_PLANE),
+        GoBuild("etcd", ("go.etcd.io/etcd/server/v3",), ("-s", "-w"), ("etcd",)),
+        GoBuild(
+            "kwok",
+            ("sigs.k8s.io/kwok/cmd/kwok", "sigs.k8s.io/kwok/cmd/kwokctl"),
+            tuple(kwok_ld),
+            ("kwok", "kwokctl"),
+        ),
+    )
+
+
+def go_mod_edits(module: str, versions: Versions) -> list[list[str]]:
+    """``go mod edit`` argument lists that retarget a wrapper module to ``versions`` (pure)."""
+    if module == "controlplane":
+        edits = [["-require", f"k8s.io/kubernetes@{versions.kubernetes}"]]
+        for line in (repo_root() / "cluster-binaries" / "controlplane" / "go.mod").read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 4 and parts[1] == "=>" and parts[0].startswith("k8s.io/"):
+                edits.append(["-replace", f"{parts[0]}={parts[0]}@{versions.staging}"])
+        return edits
+    if module == "etcd":
+        return [["-require", f"go.etcd.io/etcd/server/v3@{versions.etcd}"]]
+    return [["-require", f"sigs.k8s.io/kwok@{versions.kwok}"]]
+
+
+def recipe_digest(versions: Versions) -> str:
+    """A digest of everything a build depends on besides the Go toolchain."""
+    h = hashlib.sha256(versions.key().encode())
+    src = repo_root() / "cluster-binaries"
+    for step in build_plan(versions):
+        h.update(" ".join(step.argv(Path("/out"))).encode())
+        for path in sorted((src / step.module).rglob("*")):
+            if path.is_file() and path.suffix in {".go", ".mod", ".sum"}:
+                h.update(str(path.relative_to(src)).encode())
+                h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass
+class BinarySet:
+    """A complete, verified set of binaries in one directory."""
+
+    directory: Path
+    versions: Versions
+    manifest: dict[str, object] = field(default_factory=dict)
+
+    def path(self, name: str) -> Path:
+        return self.directory / name
+
+    @property
+    def build_seconds(self) -> float | None:
+        """How long the build that produced this set took, if this process built it."""
+        value = self.manifest.get("built_in_this_process_seconds")
+        return float(value) if isinstance(value, (int, float)) else None
+
+
+def find_go() -> str:
+    """The ``go`` executable, or a clear error when there is none or it is too old."""
+    go = shutil.which("go")
+    if go is None:
+        raise HarnessError(
+            "the Go toolchain was not found on PATH: the control-plane binaries are built from the "
+            "Go module proxy",
+            f"install Go {MIN_GO[0]}.{MIN_GO[1]} or newer (https://go.dev/dl/) and put it on PATH, or "
+            "set KTHENA_BIN_DIR to a directory holding prebuilt etcd, kube-apiserver, "
+            "kube-controller-manager, kube-scheduler and kwok binaries",
+        )
+    try:
+        out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise HarnessError(f"`{go} env GOVERSION` failed: {exc}", "check the Go installation") from exc
+    digits = out.strip().removeprefix("go").split(".")
+    try:
+        have = (int(digits[0]), int(digits[1]))
+    except (IndexError, ValueError):
+        have = (0, 0)
+    if have < MIN_GO:
+        raise HarnessError(
+            f"Go {out.strip() or 'of unknown version'} at {go} is too old: Kubernetes "
+            f"{PINNED.kubernetes} needs go{MIN_GO[0]}.{MIN_GO[1]}",
+            f"install Go {MIN_GO[0]}.{MIN_GO[1]} or newer and put it first on PATH",
+        )
+    return go
+
+
+class BinaryCache:
+    """Finds, verifies and builds binary sets under the per-user cache."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root or binaries_root()
+
+    def directory(self, versions: Versions) -> Path:
+        return self.root / versions.key()
+
+    # -- lookup ---------------------------------------------------------------------------------
+
+    def load(self, versions: Versions, *, deep: bool = False) -> BinarySet | None:
+        """The cached set for ``versions``; None when absent or built from an older recipe.
+
+        Raises a :class:`HarnessError` when the directory is there but damaged. ``deep`` checks
+        SHA-256 digests too (slow: hundreds of MB); the default checks presence, size and mode.
+        """
+        override = os.environ.get("KTHENA_BIN_DIR")
+        if override:
+            return self._load_override(Path(override), versions)
+        directory = self.directory(versions)
+        manifest_path = directory / MANIFEST
+        if not manifest_path.exists():
+            if directory.exists() and any(directory.iterdir()):
+                raise self._corrupt(directory, "it has no manifest.json (an interrupted build?)")
+            return None
+        try:
+            manifest = json.loads(manifest_path.read_text())
+            entries = manifest["binaries"]
+            assert isinstance(entries, dict)
+        except (ValueError, KeyError, AssertionError) as exc:
+            raise self._corrupt(directory, f"manifest.json is unreadable ({exc})") from exc
+        if manifest.get("recipe") != recipe_digest(versions):
+            return None  # built from another recipe: rebuild, this is not damage
+        for name in ALL_BINARIES:
+            entry = entries.get(name)
+            path = directory / name
+            if not isinstance(entry, dict):
+                raise self._corrupt(directory, f"manifest.json does not list {name}")
+            if not path.is_file():
+                raise self._corrupt(directory, f"{name} is missing")
+            if path.stat().st_size != entry.get("size"):
+                raise self._corrupt(
+                    directory, f"{name} is {path.stat().st_size} bytes, the manifest says {entry.get('size')}"
+                )
+            if not os.access(path, os.X_OK):
+                raise self._corrupt(directory, f"{name} is not executable")
+            if deep and _sha256(path) != entry.get("sha256"):
+                raise self._corrupt(directory, f"{name} does not match its SHA-256 in manifest.json")
+        return BinarySet(directory, versions, manifest)
+
+    def _load_override(self, directory: Path, versions: Versions) -> BinarySet:
+        missing = [n for n in ALL_BINARIES if n != "kwokctl" and not (directory / n).is_file()]
+        if missing:
+            raise HarnessError(
+                f"KTHENA_BIN_DIR={directory} lacks {', '.join(missing)}",
+                "point KTHENA_BIN_DIR at a directory with all control-plane binaries, or unset it "
+                "to build them with `make binaries`",
+            )
+        return BinarySet(directory, versions, {"source": "KTHENA_BIN_DIR"})
+
+    @staticmethod
+    def _corrupt(directory: Path, why: str) -> HarnessError:
+        return HarnessError(
+            f"the binary cache at {directory} is corrupt: {why}",
+            "rebuild it with `make binaries FORCE=1` (or `kthena-conformance binaries build --force`)",
+        )
+
+    # -- build ----------------------------------------------------------------------------------
+
+    def ensure(
+        self,
+        versions: Versions = PINNED,
+        *,
+        force: bool = False,
+        try_fallbacks: bool = True,
+        progress: Progress = _quiet,
+    ) -> BinarySet:
+        """A verified binary set, building it (or a fallback version set) when needed."""
+        if not force:
+            found = self.load(versions)
+            if found is not None:
+                return found
+        if os.environ.get("KTHENA_BIN_DIR"):
+            return self._load_override(Path(os.environ["KTHENA_BIN_DIR"]), versions)
+        go = find_go()
+        self.root.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(self.root / ".build.lock")):
+            if not force:  # another process may have built it while we waited for the lock
+                found = self.load(versions)
+                if found is not None:
+                    return found
+            candidates = [versions, *FALLBACKS] if try_fallbacks and versions == PINNED else [versions]
+            failures: list[str] = []
+            for candidate in candidates:
+                try:
+                    return self._build(go, candidate, progress)
+                except HarnessError as exc:
+                    failures.append(f"{candidate.key()}: {exc.message}")
+                    progress(f"build of {candidate.key()} failed; {len(candidates) - len(failures)} fallback(s) left")
+            raise HarnessError(
+                "no version set could be built:\n    " + "\n    ".join(failures),
+                f"see the build logs under {self.root}; check `go env GOPROXY` reaches the Go module proxy",
+            )
+
+    def _build(self, go: str, versions: Versions, progress: Progress) -> BinarySet:
+        final = self.directory(versions)
+        staging = Path(tempfile.mkdtemp(prefix=f".{versions.key()}.", dir=self.root))
+        log_path = self.root / f"build-{versions.key()}.log"
+        started = time.monotonic()
+        try:
+            with log_path.open("w") as log, tempfile.TemporaryDirectory(prefix="kthena-gobuild-") as work:
+                for step in build_plan(versions):
+                    module_dir = self._module_dir(go, step.module, versions, Path(work), log)
+                    progress(f"go build {' '.join(step.packages)} (module {step.module}) ...")
+                    t0 = time.monotonic()
+                    self._run(go, step.argv(staging)[1:], module_dir, log, log_path)
+                    progress(f"  built {', '.join(step.outputs)} in {time.monotonic() - t0:.0f}s")
+            entries: dict[str, dict[str, object]] = {}
+            for name in ALL_BINARIES:
+                path = staging / name
+                if not path.is_file():
+                    raise HarnessError(f"the build did not produce {name}", f"see {log_path}")
+                entries[name] = {"size": path.stat().st_size, "sha256": _sha256(path), "version": _version_of(path)}
+            elapsed = time.monotonic() - started
+            manifest: dict[str, object] = {
+                "schema": MANIFEST_SCHEMA,
+                "versions": {"kubernetes": versions.kubernetes, "etcd": versions.etcd, "kwok": versions.kwok},
+                "recipe": recipe_digest(versions),
+                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "build_seconds": round(elapsed, 1),
+                "binaries": entries,
+            }
+            (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+            if final.exists():
+                shutil.rmtree(final)
+            staging.rename(final)
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+        progress(f"binaries for {versions.key()} built in {elapsed:.0f}s into {final}")
+        manifest["built_in_this_process_seconds"] = elapsed
+        return BinarySet(final, versions, manifest)
+
+    def _module_dir(self, go: str, module: str, versions: Versions, work: Path, log: TextIO) -> Path:
+        """The wrapper module to build in: the checked-in one for the pinned versions, else a
+        retargeted copy (``go mod edit`` + ``go mod tidy``) in a scratch directory."""
+        source = repo_root() / "cluster-binaries" / module
+        if not source.is_dir():
+            raise HarnessError(f"the Go wrapper module {source} is missing", "run from a complete checkout")
+        if versions == PINNED:
+            return source
+        target = work / module
+        shutil.copytree(source, target)
+        log_path = self.root / f"build-{versions.key()}.log"
+        for edit in go_mod_edits(module, versions):
+            self._run(go, ["mod", "edit", *edit], target, log, log_path)
+        self._run(go, ["mod", "tidy"], target, log, log_path)
+        return target
+
+    @staticmethod
+    def _run(go: str, args: Sequence[str], cwd: Path, log: TextIO, log_path: Path) -> None:
+        env = {**os.environ, "CGO_ENABLED": "0"}
+        log.write(f"$ (cd {cwd} && go {' '.join(args)})\n")
+        log.flush()
+        proc = subprocess.run([go, *args], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+        if proc.returncode != 0:
+            tail = "\n      ".join(_tail(log_path, 8))
+            raise HarnessError(f"`go {' '.join(args[:2])}` in {cwd.name} failed:\n      {tail}", f"full log: {log_path}")
+
+
+def _tail(path: Path, n: int) -> list[str]:
+    try:
+        return path.read_text(errors="replace").splitlines()[-n:]
+    except OSError:
+        return []
+
+
+def _version_of(path: Path) -> str:
+    """The first line ``BINARY --version`` prints (proves the version stamp took)."""
+    args: Iterable[str] = ["--version"]
+    try:
+        out = subprocess.run([str(path), *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise HarnessError(f"{path} does not run: {exc}", "rebuild with `make binaries FORCE=1`") from exc
+    text = (out.stdout or out.stderr).strip()
+    return text.splitlines()[0] if text else ""

@@ -1,0 +1,66 @@
+"""Fault injection: the capabilities tests ask for, and the annotation contract behind them.
+
+Tests never know how a cluster is made; they ask for a capability ("make this pod NotReady") and
+a provider either does it or raises :class:`~conformance.cluster.errors.UnsupportedOperation`,
+which the suite reports as not-supported.
+
+On the embedded cluster the kubelet is kwok, and the faults are kwok Stages keyed on the
+annotations below (see ``local/kwok-stages.yaml``). Setting the annotation is the whole
+interface, so it is deterministic and works from any client, including ``kubectl annotate``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from typing import Protocol
+
+FAULT_ANNOTATION = "conformance.kthena.io/fault"
+RESTARTS_ANNOTATION = "conformance.kthena.io/restarts"
+
+
+class Fault(str, enum.Enum):
+    """What can be done to a running Pod."""
+
+    NOT_READY = "not-ready"  # Ready=False until cleared
+    FAIL = "fail"  # phase Failed, containers exit 1 (terminal)
+    RESTART = "restart"  # the first container's restartCount goes up by one
+    CLEAR = "clear"  # undo NOT_READY: the Pod is Ready again
+
+
+class PodPatcher(Protocol):
+    """Whatever can merge-patch a Pod's metadata (the official client's ``patch_namespaced_pod``)."""
+
+    def __call__(self, name: str, namespace: str, body: dict[str, object]) -> object: ...
+
+
+def fault_patch(fault: Fault, current_restarts: int = 0) -> dict[str, object]:
+    """The merge patch that asks the embedded cluster's kwok stages for ``fault`` (pure)."""
+    if fault is Fault.RESTART:
+        return {"metadata": {"annotations": {RESTARTS_ANNOTATION: str(current_restarts + 1)}}}
+    if fault is Fault.CLEAR:
+        return {"metadata": {"annotations": {FAULT_ANNOTATION: None}}}
+    return {"metadata": {"annotations": {FAULT_ANNOTATION: fault.value}}}
+
+
+class FaultInjector(Protocol):
+    """The fault-injection half of a provider."""
+
+    def supported_faults(self) -> frozenset[Fault]: ...
+
+    def inject(self, namespace: str, pod: str, fault: Fault) -> None: ...
+
+
+class AnnotationFaultInjector:
+    """Injects faults by annotating the Pod; used with the embedded cluster's kwok stages."""
+
+    def __init__(self, patch: PodPatcher, restart_count: Callable[[str, str], int]) -> None:
+        self._patch = patch
+        self._restart_count = restart_count
+
+    def supported_faults(self) -> frozenset[Fault]:
+        return frozenset(Fault)
+
+    def inject(self, namespace: str, pod: str, fault: Fault) -> None:
+        current = self._restart_count(namespace, pod) if fault is Fault.RESTART else 0
+        self._patch(pod, namespace, fault_patch(fault, current))

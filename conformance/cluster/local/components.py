@@ -1,0 +1,319 @@
+"""The embedded cluster's components as data: command lines and configuration files (pure).
+
+Everything here is computed from a :class:`RunLayout` (where files live), the picked ports and
+the binary directory, without touching the disk or starting anything, so the exact flags the
+cluster runs with are unit tested and printed by ``cluster status --verbose``. The flag sets follow
+kwokctl's binary runtime (``pkg/kwokctl/components``) with the differences this harness needs:
+RBAC and the full default admission chain (webhooks included), per-component identities, a
+``volcano`` scheduler profile, and etcd without fsync (the data is thrown away at ``down``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from ..spec import ClusterSpec
+
+SERVICE_CIDR = "10.96.0.0/16"
+POD_CIDR = "10.244.0.0/16"
+NODE_IP = "10.0.0.1"
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+STAGES_FILE = Path(__file__).with_name("kwok-stages.yaml")
+APISERVER_SANS = (
+    "127.0.0.1",
+    "localhost",
+    "10.96.0.1",
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+)
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """Where every file of one cluster lives, all under ``root``."""
+
+    root: Path
+
+    @property
+    def pki(self) -> Path:
+        return self.root / "pki"
+
+    @property
+    def etcd_data(self) -> Path:
+        return self.root / "etcd-data"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def kubeconfig(self) -> Path:
+        """The admin kubeconfig users and tests use."""
+        return self.root / "kubeconfig"
+
+    @property
+    def state(self) -> Path:
+        return self.root / "state.json"
+
+    @property
+    def spec(self) -> Path:
+        return self.root / "spec.json"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / "supervisor.lock"
+
+    def component_kubeconfig(self, component: str) -> Path:
+        return self.root / "kubeconfigs" / f"{component}.yaml"
+
+    def config(self, name: str) -> Path:
+        return self.root / "config" / name
+
+    def log(self, component: str) -> Path:
+        return self.logs / f"{component}.log"
+
+
+@dataclass(frozen=True)
+class Ports:
+    """The loopback ports one cluster listens on (picked free at start)."""
+
+    etcd_client: int
+    etcd_peer: int
+    apiserver: int
+    controller_manager: int
+    scheduler: int
+    kwok: int
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Component:
+    """One process of the cluster: how to start it and where to ask whether it is healthy."""
+
+    name: str
+    argv: tuple[str, ...]
+    health_url: str | None = None
+    # Components whose readiness this one waits for before it is started.
+    after: tuple[str, ...] = field(default=())
+
+
+def kubeconfig_yaml(server: str, ca: Path, cert: Path, key: Path, *, context: str) -> str:
+    """A kubeconfig with one cluster, one user (client certificate) and one context."""
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": context, "cluster": {"server": server, "certificate-authority": str(ca)}}],
+        "users": [{"name": context, "user": {"client-certificate": str(cert), "client-key": str(key)}}],
+        "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
+        "current-context": context,
+    }
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def scheduler_config(kubeconfig: Path, extra_profiles: list[str]) -> str:
+    """KubeSchedulerConfiguration with ``default-scheduler`` plus one profile per extra name.
+
+    The extra profiles (``volcano`` by default) are plain kube-scheduler profiles: they schedule
+    pods that ask for that scheduler name, one pod at a time, without gang semantics.
+    """
+    doc = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 200, "burst": 400},
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": "default-scheduler"}]
+        + [{"schedulerName": name} for name in extra_profiles if name != "default-scheduler"],
+    }
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def kwok_config() -> str:
+    """kwok's configuration: its options plus the Stage documents from ``kwok-stages.yaml``."""
+    options = {
+        "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+        "kind": "KwokConfiguration",
+        "options": {
+            "cidr": POD_CIDR,
+            "nodeIP": NODE_IP,
+            "manageAllNodes": False,
+            "manageNodesWithAnnotationSelector": f"{KWOK_NODE_ANNOTATION}=fake",
+            "nodeLeaseDurationSeconds": 40,
+            # kwok's generated defaults are not applied to a config file's options: set them.
+            "podPlayStageParallelism": 8,
+            "nodePlayStageParallelism": 4,
+            "nodeLeaseParallelism": 4,
+            "podsOnNodeSyncParallelism": 2,
+            "enablePodsOnNodeSyncListPager": True,
+            "enablePodsOnNodeSyncStreamWatch": True,
+        },
+    }
+    return yaml.safe_dump(options, sort_keys=False) + "---\n" + STAGES_FILE.read_text()
+
+
+def config_files(layout: RunLayout, spec: ClusterSpec, ports: Ports) -> dict[Path, str]:
+    """Every configuration file the components read, by path (certificates excluded)."""
+    server = f"https://127.0.0.1:{ports.apiserver}"
+    ca = layout.pki / "ca.crt"
+    files = {
+        layout.kubeconfig: kubeconfig_yaml(
+            server, ca, layout.pki / "admin.crt", layout.pki / "admin.key", context=f"kthena-{spec.name}"
+        ),
+        layout.config("scheduler.yaml"): scheduler_config(
+            layout.component_kubeconfig("kube-scheduler"), spec.extra_scheduler_names
+        ),
+        layout.config("kwok.yaml"): kwok_config(),
+    }
+    for component in ("kube-controller-manager", "kube-scheduler", "kwok"):
+        files[layout.component_kubeconfig(component)] = kubeconfig_yaml(
+            server, ca, layout.pki / f"{component}.crt", layout.pki / f"{component}.key", context=component
+        )
+    return files
+
+
+def components(layout: RunLayout, bin_dir: Path, ports: Ports) -> list[Component]:
+    """The cluster's processes in start order, with their exact command lines."""
+    pki = layout.pki
+    etcd_url = f"http://127.0.0.1:{ports.etcd_client}"
+    etcd = Component(
+        "etcd",
+        (
+            str(bin_dir / "etcd"),
+            "--name=node0",
+            f"--data-dir={layout.etcd_data}",
+            f"--listen-client-urls={etcd_url}",
+            f"--advertise-client-urls={etcd_url}",
+            f"--listen-peer-urls=http://127.0.0.1:{ports.etcd_peer}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{ports.etcd_peer}",
+            f"--initial-cluster=node0=http://127.0.0.1:{ports.etcd_peer}",
+            "--auto-compaction-retention=1",
+            "--quota-backend-bytes=8589934592",
+            "--unsafe-no-fsync=true",
+            "--log-level=warn",
+        ),
+        health_url=f"{etcd_url}/health",
+    )
+    apiserver = Component(
+        "kube-apiserver",
+        (
+            str(bin_dir / "kube-apiserver"),
+            f"--etcd-servers={etcd_url}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={ports.apiserver}",
+            f"--tls-cert-file={pki / 'apiserver.crt'}",
+            f"--tls-private-key-file={pki / 'apiserver.key'}",
+            f"--client-ca-file={pki / 'ca.crt'}",
+            f"--service-account-key-file={pki / 'sa.pub'}",
+            f"--service-account-signing-key-file={pki / 'sa.key'}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--authorization-mode=Node,RBAC",
+            # The default plugin set (NamespaceLifecycle, ServiceAccount, mutating and validating
+            # webhooks, ValidatingAdmissionPolicy, ResourceQuota, ...) is left on.
+            "--allow-privileged=true",
+            "--runtime-config=resource.k8s.io/v1=true",
+            "--endpoint-reconciler-type=none",
+            "--enable-priority-and-fairness=false",
+            "--max-requests-inflight=0",
+            "--max-mutating-requests-inflight=0",
+            "--shutdown-delay-duration=0s",
+            "--shutdown-watch-termination-grace-period=0s",
+            "--v=1",
+        ),
+        health_url=f"https://127.0.0.1:{ports.apiserver}/readyz",
+        after=("etcd",),
+    )
+    controller_manager = Component(
+        "kube-controller-manager",
+        (
+            str(bin_dir / "kube-controller-manager"),
+            f"--kubeconfig={layout.component_kubeconfig('kube-controller-manager')}",
+            f"--authentication-kubeconfig={layout.component_kubeconfig('kube-controller-manager')}",
+            f"--authorization-kubeconfig={layout.component_kubeconfig('kube-controller-manager')}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={ports.controller_manager}",
+            f"--cert-dir={layout.root / 'kcm-certs'}",
+            "--leader-elect=false",
+            "--use-service-account-credentials=true",
+            f"--service-account-private-key-file={pki / 'sa.key'}",
+            f"--root-ca-file={pki / 'ca.crt'}",
+            "--controllers=*",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--allocate-node-cidrs=false",
+            "--kube-api-qps=500",
+            "--kube-api-burst=1000",
+            "--concurrent-gc-syncs=10",
+            "--v=1",
+        ),
+        health_url=f"https://127.0.0.1:{ports.controller_manager}/healthz",
+        after=("kube-apiserver",),
+    )
+    scheduler = Component(
+        "kube-scheduler",
+        (
+            str(bin_dir / "kube-scheduler"),
+            f"--config={layout.config('scheduler.yaml')}",
+            f"--authentication-kubeconfig={layout.component_kubeconfig('kube-scheduler')}",
+            f"--authorization-kubeconfig={layout.component_kubeconfig('kube-scheduler')}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={ports.scheduler}",
+            f"--cert-dir={layout.root / 'scheduler-certs'}",
+            "--v=1",
+        ),
+        health_url=f"https://127.0.0.1:{ports.scheduler}/healthz",
+        after=("kube-apiserver",),
+    )
+    kwok = Component(
+        "kwok",
+        (
+            str(bin_dir / "kwok"),
+            f"--kubeconfig={layout.component_kubeconfig('kwok')}",
+            f"--config={layout.config('kwok.yaml')}",
+            f"--server-address=127.0.0.1:{ports.kwok}",
+            f"--node-port={ports.kwok}",
+        ),
+        health_url=f"http://127.0.0.1:{ports.kwok}/healthz",
+        after=("kube-apiserver",),
+    )
+    return [etcd, apiserver, controller_manager, scheduler, kwok]
+
+
+def node_manifest(name: str, pool_labels: dict[str, str], capacity: dict[str, str], taints: list[dict[str, str]]) -> str:
+    """A kwok-managed Node object, as JSON (the supervisor POSTs it)."""
+    labels = {
+        "type": "kwok",
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "node-role.kubernetes.io/agent": "",
+        **pool_labels,
+    }
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": {KWOK_NODE_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+        },
+        "spec": {"taints": taints} if taints else {},
+        "status": {"capacity": capacity, "allocatable": capacity},
+    }
+    return json.dumps(node)
+
+
+def node_manifests(spec: ClusterSpec) -> list[str]:
+    out = []
+    for pool in spec.node_pools:
+        taints = [t.model_dump() for t in pool.taints]
+        for name in pool.node_names():
+            out.append(node_manifest(name, pool.labels, pool.capacity, taints))
+    return out

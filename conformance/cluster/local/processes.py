@@ -1,0 +1,105 @@
+"""Child processes that cannot outlive their supervisor, and free loopback ports.
+
+Every component is started with ``PR_SET_PDEATHSIG`` so the kernel kills it when the supervisor
+dies for any reason, including SIGKILL: an orphaned control plane is impossible by construction.
+Each component gets its own log file; its tail is what the user sees when it fails to start.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    # Leave the supervisor's process group so a terminal Ctrl-C reaches the supervisor only,
+    # which then stops the components in order.
+    os.setpgid(0, 0)
+
+
+def spawn(argv: Iterable[str], log_path: Path, *, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``argv`` with stdout and stderr appended to ``log_path``; dies with this process."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - the supervisor is single-threaded
+            env=env,
+            close_fds=True,
+        )
+
+
+def stop_all(procs: Iterable[subprocess.Popen[bytes]], *, grace: float = 1.5) -> None:
+    """SIGTERM every live process at once, then SIGKILL whatever is left after ``grace`` seconds."""
+    live = [p for p in procs if p.poll() is None]
+    for p in live:
+        _signal(p, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while live and time.monotonic() < deadline:
+        live = [p for p in live if p.poll() is None]
+        if live:
+            time.sleep(0.02)
+    for p in live:
+        _signal(p, signal.SIGKILL)
+    for p in live:
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a process stuck in the kernel
+            pass
+
+
+def _signal(p: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        p.send_signal(sig)
+    except ProcessLookupError:
+        pass
+
+
+def log_tail(path: Path, lines: int = 12) -> list[str]:
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 16384))
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return []
+    return [line for line in text.splitlines() if line.strip()][-lines:]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports that were free a moment ago (all held while picking)."""
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def port_in_use(port: int) -> bool:
+    """True when something already listens on (or holds) 127.0.0.1:``port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False

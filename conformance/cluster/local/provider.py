@@ -1,0 +1,283 @@
+"""The embedded cluster provider: real control-plane binaries plus kwok, on this machine.
+
+``up`` makes the binaries ready (building them once), creates the run directory, starts the
+supervisor (:mod:`.supervisor`) in its own session and relays its progress until the cluster is
+ready. ``down`` asks the supervisor to stop and waits until its processes and run directory are
+gone, killing what remains if it does not answer. Stale run directories (a supervisor that was
+SIGKILLed) are swept on every ``up`` and by ``cluster sweep``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..binaries import BinaryCache
+from ..errors import HarnessError
+from ..faults import FaultInjector
+from ..paths import runs_root
+from ..provider import ClusterInfo, Progress, Provider, kwok_fault_injector, quiet
+from ..spec import ClusterSpec
+from ..versions import PINNED
+from .components import RunLayout
+from .processes import log_tail
+
+DOWN_GRACE = 3.0
+SIMULATED = (
+    "kubelet: kwok manages fake Nodes and Pod status; no containers run, so no logs, exec, probes or images",
+    "pod networking: Pod IPs are assigned by kwok and not routable; no kube-proxy, Service VIPs do not forward",
+    "DNS: no cluster DNS server (Service and EndpointSlice records are real API objects)",
+    "scheduler 'volcano': a kube-scheduler profile, emulated without gang semantics",
+    "readiness, failures, restarts and in-place image changes: kwok Stages (deterministic, on demand)",
+)
+
+# Supervisors started by this process, so `down` can reap them (they are our children).
+_children: dict[Path, subprocess.Popen[str]] = {}
+
+
+def _lock_is_held(lock_path: Path) -> bool:
+    """True while a live supervisor holds the run directory's flock."""
+    try:
+        fd = os.open(lock_path, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie is not alive
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+class LocalProvider(Provider):
+    """Clusters made of real etcd / kube-apiserver / kube-controller-manager / kube-scheduler
+    processes and kwok, each in ``<cache>/clusters/<name>/``."""
+
+    name: ClassVar[str] = "local"
+    simulates: ClassVar[tuple[str, ...]] = SIMULATED
+
+    def __init__(self, runs: Path | None = None, cache: BinaryCache | None = None) -> None:
+        self.runs = runs or runs_root()
+        self.cache = cache or BinaryCache()
+
+    def layout(self, name: str) -> RunLayout:
+        return RunLayout(self.runs / name)
+
+    # -- up -------------------------------------------------------------------------------------
+
+    def up(self, spec: ClusterSpec, *, progress: Progress = quiet, owner_pid: int | None = None) -> ClusterInfo:
+        self.sweep(progress=progress)
+        layout = self.layout(spec.name)
+        if layout.root.exists():
+            existing = self.status(spec.name)
+            if existing and existing.get("phase") == "ready" and existing.get("live"):
+                running = ClusterSpec.model_validate_json(layout.spec.read_text())
+                if running != spec:
+                    raise HarnessError(
+                        f"cluster '{spec.name}' is already running with a different spec",
+                        f"run `kthena-conformance cluster down --name {spec.name}` first, or pick another --name",
+                    )
+                progress(f"cluster '{spec.name}' is already up")
+                return self.info(spec.name)
+            raise HarnessError(
+                f"cluster '{spec.name}' is in phase {existing.get('phase') if existing else 'unknown'}",
+                f"run `kthena-conformance cluster down --name {spec.name}` and try again",
+            )
+        binaries = self.cache.ensure(progress=progress)
+        started = time.monotonic()
+        layout.root.mkdir(parents=True, mode=0o700)
+        layout.logs.mkdir()
+        layout.spec.write_text(spec.model_dump_json(indent=2))
+        detach = owner_pid is None
+        argv = [
+            sys.executable, "-m", "conformance.cluster.local.supervisor", str(layout.root),
+            "--bin-dir", str(binaries.directory),
+            "--owner-pid", str(os.getpid() if detach else owner_pid),
+        ]
+        with layout.log("supervisor").open("ab") as err:
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+                start_new_session=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        _children[layout.root] = proc
+        try:
+            ready = self._relay(proc, layout, progress)
+            if detach:
+                proc.send_signal(signal.SIGUSR1)
+                self._await_event(proc, "detached", timeout=5.0)
+        except KeyboardInterrupt:
+            progress("interrupted: tearing the cluster down")
+            self._stop_supervisor(layout, proc)
+            raise HarnessError("cluster up was interrupted; nothing was left running") from None
+        except BaseException:
+            self._stop_supervisor(layout, proc)
+            raise
+        finally:
+            if proc.stdout is not None and detach:
+                proc.stdout.close()
+        info = self.info(spec.name)
+        info.details["timings"] = {**ready.get("timings", {}), "up_total": round(time.monotonic() - started, 3)}
+        if binaries.build_seconds is not None:
+            info.details["timings"]["build"] = round(binaries.build_seconds, 1)
+        return info
+
+    def _relay(self, proc: subprocess.Popen[str], layout: RunLayout, progress: Progress) -> dict[str, Any]:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            kind = event.get("event")
+            if kind == "progress":
+                progress(str(event.get("message", "")))
+            elif kind == "ready":
+                return dict(event)
+            elif kind == "failed":
+                proc.wait(timeout=15)
+                raise HarnessError(str(event.get("message")), str(event.get("hint") or ""))
+        code = proc.wait(timeout=15)
+        tail = "\n      ".join(log_tail(layout.log("supervisor"))) or "(no output)"
+        raise HarnessError(f"the cluster supervisor exited with code {code} before the cluster was ready:\n      {tail}", "this is a bug; please report it")
+
+    @staticmethod
+    def _await_event(proc: subprocess.Popen[str], wanted: str, timeout: float) -> None:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        for line in proc.stdout:
+            if json.loads(line).get("event") == wanted:
+                return
+            if time.monotonic() > deadline:
+                break
+        raise HarnessError(f"the cluster supervisor did not acknowledge '{wanted}'", "run `cluster down` and try again")
+
+    # -- down -----------------------------------------------------------------------------------
+
+    def down(self, name: str) -> bool:
+        layout = self.layout(name)
+        if not layout.root.exists():
+            return False
+        proc = _children.pop(layout.root, None)
+        self._stop_supervisor(layout, proc)
+        return True
+
+    def _stop_supervisor(self, layout: RunLayout, proc: subprocess.Popen[str] | None) -> None:
+        state = self._read_state(layout)
+        pid = proc.pid if proc else state.get("supervisor_pid")
+        if isinstance(pid, int) and _pid_alive(pid):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            deadline = time.monotonic() + DOWN_GRACE
+            while time.monotonic() < deadline and (layout.root.exists() or _pid_alive(pid)):
+                if proc is not None and proc.poll() is not None and not layout.root.exists():
+                    break
+                time.sleep(0.02)
+            if _pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        if proc is not None:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        self._kill_components(state)
+        shutil.rmtree(layout.root, ignore_errors=True)
+
+    @staticmethod
+    def _kill_components(state: dict[str, Any]) -> None:
+        """SIGKILL any component still alive (they normally die with the supervisor)."""
+        bin_dir = state.get("bin_dir")
+        for pid in (state.get("components") or {}).values():
+            try:
+                exe = os.readlink(f"/proc/{pid}/exe")
+            except OSError:
+                continue
+            if bin_dir and exe.startswith(str(bin_dir)):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    def sweep(self, *, progress: Progress = quiet) -> list[str]:
+        """Remove run directories whose supervisor is gone (killed, or the machine rebooted)."""
+        removed = []
+        if not self.runs.is_dir():
+            return removed
+        for run in sorted(self.runs.iterdir()):
+            layout = RunLayout(run)
+            if not run.is_dir() or _lock_is_held(layout.lock):
+                continue
+            if run in _children and _children[run].poll() is None:
+                continue  # our own supervisor, still starting
+            self._kill_components(self._read_state(layout))
+            shutil.rmtree(run, ignore_errors=True)
+            removed.append(run.name)
+            progress(f"swept leftovers of cluster '{run.name}'")
+        return removed
+
+    # -- status ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _read_state(layout: RunLayout) -> dict[str, Any]:
+        try:
+            data = json.loads(layout.state.read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def status(self, name: str) -> dict[str, Any] | None:
+        layout = self.layout(name)
+        if not layout.root.exists():
+            return None
+        state = self._read_state(layout)
+        state["live"] = _lock_is_held(layout.lock)
+        state["components_alive"] = {n: _pid_alive(p) for n, p in (state.get("components") or {}).items()}
+        return state
+
+    def info(self, name: str) -> ClusterInfo:
+        state = self.status(name)
+        if not state or not state.get("live") or state.get("phase") not in ("ready", "degraded"):
+            raise HarnessError(f"no running local cluster named '{name}'", f"start one with `kthena-conformance cluster up --name {name}`")
+        spec = ClusterSpec.model_validate_json(self.layout(name).spec.read_text())
+        return ClusterInfo(
+            provider=self.name,
+            name=name,
+            kubeconfig=Path(state["kubeconfig"]),
+            context=None,
+            kubernetes_version=PINNED.kubernetes,
+            simulates=self.simulates,
+            details={
+                "versions": {"kubernetes": PINNED.kubernetes, "etcd": PINNED.etcd, "kwok": PINNED.kwok},
+                "timings": state.get("timings", {}),
+                "nodes": spec.node_names(),
+                "ports": state.get("ports", {}),
+                "run_dir": state.get("run_dir"),
+            },
+        )
+
+    def fault_injector(self, info: ClusterInfo) -> FaultInjector:
+        return kwok_fault_injector(info.kubeconfig, info.context)

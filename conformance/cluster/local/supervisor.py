@@ -1,0 +1,329 @@
+"""The process that owns one embedded cluster, from ``up`` to ``down``.
+
+``python -m conformance.cluster.local.supervisor RUN_DIR [--owner-pid PID]`` reads
+``RUN_DIR/spec.json``, generates certificates, picks free ports, starts etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler and kwok, registers the fake Nodes and waits until the API
+is ready, every component is healthy, every Node is Ready and the ``default`` ServiceAccount exists.
+
+Protocol with whoever started it (see :mod:`conformance.cluster.local.provider`):
+
+- stdout carries JSON lines until the cluster is ready or has failed: ``progress`` events, then
+  one ``ready`` (with the state) or ``failed`` (message and hint) event;
+- ``RUN_DIR/state.json`` holds the live state for ``status`` and ``down``;
+- SIGTERM, SIGINT or SIGHUP stop the cluster; SIGUSR1 stops watching the owner (``cluster up``
+  detaches this way once the cluster is ready);
+- when ``--owner-pid`` exits (a test run killed with SIGKILL, say), the cluster stops by itself.
+
+Stopping always ends the same way: every component is terminated (killed after a short grace),
+and the run directory is removed unless ``KTHENA_KEEP_RUN_DIR=1``. The components die with this
+process even if it is SIGKILLed (PR_SET_PDEATHSIG); only the run directory can then be left, and
+the next ``up`` sweeps it (the supervisor holds an flock on it while alive).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from collections.abc import Callable
+from typing import IO
+
+from ..errors import HarnessError
+from ..pki import CertificateAuthority, service_account_keys
+from ..rest import RestClient, probe
+from ..spec import ClusterSpec
+from .components import APISERVER_SANS, Component, Ports, RunLayout, components, config_files, node_manifests
+from .processes import free_ports, log_tail, port_in_use, spawn, stop_all
+
+START_TIMEOUT = float(os.environ.get("KTHENA_CLUSTER_START_TIMEOUT", "90"))
+POLL = 0.05
+
+
+class Stop(Exception):
+    """Raised inside the start sequence when a stop signal or the owner's exit arrives."""
+
+
+@dataclass
+class Supervisor:
+    layout: RunLayout
+    spec: ClusterSpec
+    bin_dir: Path
+    owner_pid: int | None
+    out: IO[str]
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    stop_reason: str | None = None
+    started_at: float = field(default_factory=time.monotonic)
+    timings: dict[str, float] = field(default_factory=dict)
+    _owner_fd: int | None = None
+
+    # -- signalling -----------------------------------------------------------------------------
+
+    def install_signals(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, self._on_stop)
+        signal.signal(signal.SIGUSR1, self._on_detach)
+        if self.owner_pid is not None:
+            try:
+                self._owner_fd = os.pidfd_open(self.owner_pid)
+            except ProcessLookupError:
+                self.stop_reason = f"owner process {self.owner_pid} is already gone"
+
+    def _on_stop(self, signum: int, _frame: object) -> None:
+        self.stop_reason = f"received {signal.Signals(signum).name}"
+
+    def _on_detach(self, _signum: int, _frame: object) -> None:
+        if self._owner_fd is not None:
+            os.close(self._owner_fd)
+            self._owner_fd = None
+        self.owner_pid = None
+        self.emit("detached")
+        self.write_state("ready")
+
+    def check_stop(self) -> None:
+        if self._owner_fd is not None:
+            readable, _, _ = select.select([self._owner_fd], [], [], 0)
+            if readable:
+                self.stop_reason = f"owner process {self.owner_pid} exited"
+        if self.stop_reason:
+            raise Stop(self.stop_reason)
+
+    # -- reporting ------------------------------------------------------------------------------
+
+    def emit(self, event: str, **fields: object) -> None:
+        line = json.dumps({"event": event, "t": round(time.monotonic() - self.started_at, 3), **fields})
+        try:
+            self.out.write(line + "\n")
+            self.out.flush()
+        except (BrokenPipeError, ValueError):
+            self.out = open(os.devnull, "w")  # noqa: SIM115 - the reader went away; keep running
+
+    def write_state(self, phase: str, **extra: object) -> None:
+        state = {
+            "phase": phase,
+            "supervisor_pid": os.getpid(),
+            "owner_pid": self.owner_pid,
+            "name": self.spec.name,
+            "run_dir": str(self.layout.root),
+            "kubeconfig": str(self.layout.kubeconfig),
+            "bin_dir": str(self.bin_dir),
+            "components": {name: p.pid for name, p in self.procs.items()},
+            "timings": self.timings,
+            **extra,
+        }
+        tmp = self.layout.state.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2) + "\n")
+        tmp.replace(self.layout.state)
+
+    # -- start ----------------------------------------------------------------------------------
+
+    def start(self) -> Ports:
+        self.emit("progress", message="generating certificates and configuration")
+        ports = self.pick_ports()
+        self.prepare_files(ports)
+        plan = {c.name: c for c in components(self.layout, self.bin_dir, ports)}
+        self.emit("progress", message=f"starting etcd and kube-apiserver on 127.0.0.1:{ports.apiserver}")
+        for name in ("etcd", "kube-apiserver"):
+            self.launch(plan[name])
+        self.wait_healthy([plan["etcd"], plan["kube-apiserver"]])
+        self.timings["apiserver_ready"] = self.elapsed()
+        api = RestClient(
+            f"https://127.0.0.1:{ports.apiserver}",
+            ca=self.layout.pki / "ca.crt",
+            cert=self.layout.pki / "admin.crt",
+            key=self.layout.pki / "admin.key",
+        )
+        self.emit("progress", message="starting kube-controller-manager, kube-scheduler and kwok")
+        rest = [plan["kube-controller-manager"], plan["kube-scheduler"], plan["kwok"]]
+        for comp in rest:
+            self.launch(comp)
+        names = self.spec.node_names()
+        self.emit("progress", message=f"registering {len(names)} fake node(s)")
+        for manifest in node_manifests(self.spec):
+            resp = api.post("/api/v1/nodes", json.loads(manifest))
+            if resp.status not in (201, 409):
+                raise HarnessError(f"creating a Node failed: HTTP {resp.status} {resp.body[:300]!r}")
+        self.wait_healthy(rest)
+        self.timings["components_healthy"] = self.elapsed()
+        self.wait_for("all nodes Ready and the default ServiceAccount", lambda: self.nodes_ready(api, names) and self.sa_ready(api))
+        self.timings["ready"] = self.elapsed()
+        return ports
+
+    def elapsed(self) -> float:
+        return round(time.monotonic() - self.started_at, 3)
+
+    def pick_ports(self) -> Ports:
+        fixed = self.spec.apiserver_port
+        if fixed is not None and port_in_use(fixed):
+            raise HarnessError(
+                f"port {fixed} (apiserver_port) is already in use on 127.0.0.1",
+                "stop whatever listens there, choose another --apiserver-port, or omit it to pick a free port",
+            )
+        picked = free_ports(6)
+        return Ports(
+            etcd_client=picked[0],
+            etcd_peer=picked[1],
+            apiserver=fixed or picked[2],
+            controller_manager=picked[3],
+            scheduler=picked[4],
+            kwok=picked[5],
+        )
+
+    def prepare_files(self, ports: Ports) -> None:
+        ca = CertificateAuthority(self.layout.pki)
+        ca.issue("apiserver", common_name="kube-apiserver", hosts=APISERVER_SANS, server=True)
+        ca.issue("admin", common_name="kthena-admin", organization="system:masters", client=True)
+        ca.issue("kube-controller-manager", common_name="system:kube-controller-manager", client=True)
+        ca.issue("kube-scheduler", common_name="system:kube-scheduler", client=True)
+        # kwok plays every node's kubelet (status, leases, pod status): it gets cluster-admin.
+        ca.issue("kwok", common_name="kwok-controller", organization="system:masters", client=True)
+        service_account_keys(self.layout.pki)
+        for path, text in config_files(self.layout, self.spec, ports).items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        self.layout.etcd_data.mkdir(mode=0o700, exist_ok=True)
+        self.write_state("starting", ports=ports.as_dict())
+
+    def launch(self, comp: Component) -> None:
+        self.procs[comp.name] = spawn(comp.argv, self.layout.log(comp.name))
+
+    def check_components(self) -> None:
+        for name, proc in self.procs.items():
+            code = proc.poll()
+            if code is not None:
+                raise self.crashed(name, code)
+
+    def crashed(self, name: str, code: int) -> HarnessError:
+        tail = log_tail(self.layout.log(name))
+        text = "\n".join(tail)
+        if "address already in use" in text:
+            hint = "another process took one of the picked ports; run `cluster up` again"
+        else:
+            hint = f"see {self.layout.log(name)} (run with KTHENA_KEEP_RUN_DIR=1 to keep it)"
+        shown = "\n      ".join(tail[-8:]) or "(no output)"
+        return HarnessError(f"{name} exited with code {code} during start; its last output:\n      {shown}", hint)
+
+    def wait_healthy(self, comps: list[Component]) -> None:
+        pending = [c for c in comps if c.health_url]
+        def check() -> bool:
+            nonlocal pending
+            pending = [c for c in pending if not probe(c.health_url or "", timeout=0.5)]
+            return not pending
+        self.wait_for(lambda: "healthy " + ", ".join(c.name for c in pending), check)
+
+    def wait_for(self, what: str | Callable[[], str], check: Callable[[], bool]) -> None:
+        deadline = self.started_at + START_TIMEOUT
+        while True:
+            self.check_stop()
+            self.check_components()
+            if check():
+                return
+            if time.monotonic() > deadline:
+                label = what() if callable(what) else what
+                raise HarnessError(
+                    f"the cluster did not become ready within {START_TIMEOUT:.0f}s (waiting for {label})",
+                    f"see the component logs in {self.layout.logs}; raise KTHENA_CLUSTER_START_TIMEOUT on a slow machine",
+                )
+            time.sleep(POLL)
+
+    @staticmethod
+    def nodes_ready(api: RestClient, names: list[str]) -> bool:
+        resp = api.get("/api/v1/nodes")
+        if resp.status != 200:
+            return False
+        data = resp.json()
+        assert isinstance(data, dict)
+        ready = set()
+        for node in data.get("items", []):
+            for cond in node.get("status", {}).get("conditions", []) or []:
+                if cond.get("type") == "Ready" and cond.get("status") == "True":
+                    ready.add(node["metadata"]["name"])
+        return set(names) <= ready
+
+    @staticmethod
+    def sa_ready(api: RestClient) -> bool:
+        return api.get("/api/v1/namespaces/default/serviceaccounts/default").status == 200
+
+    # -- run and stop ---------------------------------------------------------------------------
+
+    def serve(self) -> None:
+        """Watch the components and the owner until told to stop."""
+        while True:
+            try:
+                self.check_stop()
+            except Stop:
+                return
+            for name, proc in self.procs.items():
+                code = proc.poll()
+                if code is not None:
+                    # Keep serving (the rest may still be useful for evidence), but say so.
+                    self.write_state("degraded", failed_component=name, exit_code=code, log_tail=log_tail(self.layout.log(name)))
+                    print(f"supervisor: {name} exited with code {code}", file=sys.stderr, flush=True)
+                    self.procs = {n: p for n, p in self.procs.items() if n != name}
+                    break
+            if self._owner_fd is not None:
+                select.select([self._owner_fd], [], [], 0.2)
+            else:
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        stop_all(reversed(list(self.procs.values())))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kthena-cluster-supervisor")
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--owner-pid", type=int, default=None)
+    parser.add_argument("--bin-dir", type=Path, required=True)
+    args = parser.parse_args(argv)
+
+    layout = RunLayout(args.run_dir)
+    out = sys.stdout
+    # From here on, stray prints must not corrupt the event stream.
+    sys.stdout = sys.stderr
+    lock = layout.lock.open("w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        out.write(json.dumps({"event": "failed", "message": f"{layout.root} is owned by another supervisor"}) + "\n")
+        return 2
+    spec = ClusterSpec.model_validate_json(layout.spec.read_text())
+    sup = Supervisor(layout, spec, args.bin_dir, args.owner_pid, out)
+    sup.install_signals()
+    code = 0
+    try:
+        ports = sup.start()
+        sup.write_state("ready", ports=ports.as_dict())
+        sup.emit("ready", kubeconfig=str(layout.kubeconfig), timings=sup.timings, ports=ports.as_dict())
+        sup.serve()
+    except Stop as exc:
+        sup.emit("failed", message=f"start interrupted: {exc}", hint="")
+        code = 130
+    except HarnessError as exc:
+        sup.emit("failed", message=exc.message, hint=exc.hint)
+        code = 1
+    except Exception as exc:  # noqa: BLE001 - report, then clean up like any other failure
+        sup.emit("failed", message=f"supervisor error: {type(exc).__name__}: {exc}", hint="this is a bug; please report it with the run directory")
+        code = 1
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        sup.stop()
+        if os.environ.get("KTHENA_KEEP_RUN_DIR") != "1":
+            shutil.rmtree(layout.root, ignore_errors=True)
+        else:
+            sup.write_state("stopped")
+        lock.close()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

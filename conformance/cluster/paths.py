@@ -1,0 +1,35 @@
+"""Where the harness keeps its per-user state: the binary cache and the cluster run directories.
+
+One root, overridable with ``KTHENA_CACHE_DIR`` (CI points it at a warm directory), so that
+"remove this folder" is always a complete reset.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cache_root() -> Path:
+    """The per-user cache root (``$KTHENA_CACHE_DIR``, else ``$XDG_CACHE_HOME/kthena-conformance``)."""
+    explicit = os.environ.get("KTHENA_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "kthena-conformance"
+
+
+def binaries_root() -> Path:
+    """Built control-plane binaries, one directory per version set."""
+    return cache_root() / "bin"
+
+
+def runs_root() -> Path:
+    """Run directories of live clusters (certificates, data, logs, kubeconfig), one per cluster."""
+    return cache_root() / "clusters"
+
+
+def repo_root() -> Path:
+    """The checkout this package was installed from (the Go wrapper modules live there)."""
+    return Path(__file__).resolve().parents[2]

@@ -1,0 +1,120 @@
+"""One interface for every way of getting a cluster: local (embedded), kind, k3s, existing.
+
+Callers (the CLI, the pytest fixture, the conformance runner) only see :class:`Provider` and
+:class:`ClusterInfo`; which binaries, containers or kubeconfigs are behind them is the provider's
+business. Each provider says what it simulates rather than runs, and the reports repeat it.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from .errors import UnsupportedOperation
+from .faults import AnnotationFaultInjector, Fault, FaultInjector
+from .spec import ClusterSpec
+
+Progress = Callable[[str], None]
+
+
+def quiet(_: str) -> None:
+    """A progress callback that prints nothing."""
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """A ready cluster: how to reach it and what it is."""
+
+    provider: str
+    name: str
+    kubeconfig: Path
+    context: str | None
+    kubernetes_version: str
+    simulates: tuple[str, ...]
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def as_report(self) -> dict[str, Any]:
+        """The cluster's entry in a conformance report."""
+        return {
+            "provider": self.provider,
+            "name": self.name,
+            "kubernetesVersion": self.kubernetes_version,
+            "context": self.context,
+            "simulates": list(self.simulates),
+            **{k: v for k, v in self.details.items() if k in {"versions", "timings", "nodes"}},
+        }
+
+
+class Provider(abc.ABC):
+    """Makes, describes and removes clusters of one kind."""
+
+    name: ClassVar[str]
+    #: What this provider's clusters simulate instead of running for real.
+    simulates: ClassVar[tuple[str, ...]] = ()
+
+    @abc.abstractmethod
+    def up(self, spec: ClusterSpec, *, progress: Progress = quiet, owner_pid: int | None = None) -> ClusterInfo:
+        """Bring the cluster up and return once it is ready. Idempotent for a running cluster.
+
+        ``owner_pid``: tear the cluster down by itself when that process exits (providers that
+        cannot watch a process ignore it and rely on ``down``).
+        """
+
+    @abc.abstractmethod
+    def down(self, name: str) -> bool:
+        """Remove the cluster and everything it left on this machine; False if there was none."""
+
+    @abc.abstractmethod
+    def status(self, name: str) -> dict[str, Any] | None:
+        """What is known about the cluster, or None when it does not exist."""
+
+    @abc.abstractmethod
+    def info(self, name: str) -> ClusterInfo:
+        """The :class:`ClusterInfo` of a running cluster (raises when there is none)."""
+
+    def kubeconfig(self, name: str) -> Path:
+        return self.info(name).kubeconfig
+
+    def fault_injector(self, info: ClusterInfo) -> FaultInjector:
+        """How to inject faults into this cluster's Pods. Default: none supported."""
+        return NoFaults(self.name)
+
+
+class NoFaults:
+    """The fault injector of a provider that cannot inject any fault."""
+
+    def __init__(self, provider: str) -> None:
+        self.provider = provider
+
+    def supported_faults(self) -> frozenset[Fault]:
+        return frozenset()
+
+    def inject(self, namespace: str, pod: str, fault: Fault) -> None:
+        raise UnsupportedOperation(
+            f"the {self.provider} provider cannot inject '{fault.value}' into pods",
+            "run the tests that need fault injection on the local (embedded) provider",
+        )
+
+
+def kwok_fault_injector(kubeconfig: Path, context: str | None = None) -> FaultInjector:
+    """The annotation-based injector for clusters whose kubelet is kwok with our stages."""
+    from kubernetes import client, config  # imported lazily: slow, and not needed by `cluster up`
+
+    from .faults import RESTARTS_ANNOTATION
+
+    api = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig), context=context))
+
+    def restart_count(namespace: str, pod: str) -> int:
+        obj = api.read_namespaced_pod(pod, namespace)
+        statuses = obj.status.container_statuses or [] if obj.status else []
+        seen = statuses[0].restart_count if statuses else 0
+        asked = int((obj.metadata.annotations or {}).get(RESTARTS_ANNOTATION, "0") or 0)
+        return max(seen, asked)
+
+    def patch(name: str, namespace: str, body: dict[str, object]) -> object:
+        return api.patch_namespaced_pod(name, namespace, body)
+
+    return AnnotationFaultInjector(patch, restart_count)

@@ -1,0 +1,126 @@
+"""What a cluster should look like, independent of the provider that makes it.
+
+A :class:`ClusterSpec` names the cluster and lists node pools (count, labels, capacity, taints).
+The local provider turns each pool into kwok-managed Nodes; kind turns pools into worker
+containers. Validated with pydantic so a bad ``--config`` file names the field and the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import HarnessError
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# A label key: optional DNS-subdomain prefix, then a name of at most 63 characters.
+LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+
+DEFAULT_CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "1Ti"}
+
+
+class Taint(BaseModel):
+    """A Node taint, as in ``core/v1``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class NodePool(BaseModel):
+    """``count`` identical fake nodes named ``<name>-<i>``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "worker"
+    count: int = Field(default=2, ge=0, le=500)
+    labels: dict[str, str] = Field(default_factory=dict)
+    capacity: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_CAPACITY))
+    taints: list[Taint] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_dns_label(cls, v: str) -> str:
+        if not DNS_LABEL.match(v) or len(v) > 50:
+            raise ValueError("must be a lowercase DNS label of at most 50 characters")
+        return v
+
+    @field_validator("labels")
+    @classmethod
+    def _labels_are_valid(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, value in v.items():
+            if not LABEL_KEY.match(key):
+                raise ValueError(f"label key {key!r} is not a valid Kubernetes label key")
+            if not LABEL_VALUE.match(value):
+                raise ValueError(f"label value {value!r} for {key!r} is not a valid Kubernetes label value")
+        return v
+
+    def node_names(self) -> list[str]:
+        return [f"{self.name}-{i}" for i in range(self.count)]
+
+
+class ClusterSpec(BaseModel):
+    """The cluster to provision."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "kthena"
+    node_pools: list[NodePool] = Field(default_factory=lambda: [NodePool()])
+    apiserver_port: int | None = Field(default=None, ge=1, le=65535)
+    # kube-scheduler profiles besides default-scheduler; ModelServing defaults to "volcano".
+    extra_scheduler_names: list[str] = Field(default_factory=lambda: ["volcano"])
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_dns_label(cls, v: str) -> str:
+        if not DNS_LABEL.match(v) or len(v) > 40:
+            raise ValueError("must be a lowercase DNS label of at most 40 characters")
+        return v
+
+    @field_validator("node_pools")
+    @classmethod
+    def _pool_names_unique(cls, v: list[NodePool]) -> list[NodePool]:
+        names = [p.name for p in v]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"node pool names must be unique, repeated: {', '.join(dupes)}")
+        return v
+
+    def node_names(self) -> list[str]:
+        return [n for pool in self.node_pools for n in pool.node_names()]
+
+    @classmethod
+    def from_file(cls, path: Path) -> ClusterSpec:
+        """Load a YAML cluster spec, turning every problem into one clear message."""
+        try:
+            data = yaml.safe_load(path.read_text())
+        except OSError as exc:
+            raise HarnessError(f"cannot read cluster config {path}: {exc.strerror}", "check the path") from exc
+        except yaml.YAMLError as exc:
+            raise HarnessError(f"cluster config {path} is not valid YAML: {exc}", "fix the YAML syntax") from exc
+        return cls.parse(data or {}, source=str(path))
+
+    @classmethod
+    def parse(cls, data: object, *, source: str = "cluster spec") -> ClusterSpec:
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise HarnessError(f"{source} is invalid:\n{format_validation_error(exc)}", "fix the fields named above") from exc
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """One line per problem: ``  node_pools[0].count: Input should be ...``."""
+    lines = []
+    for err in exc.errors():
+        loc = ""
+        for part in err["loc"]:
+            loc += f"[{part}]" if isinstance(part, int) else (f".{part}" if loc else str(part))
+        lines.append(f"  {loc or '(top level)'}: {err['msg']}")
+    return "\n".join(lines)

@@ -1,0 +1,51 @@
+"""Pinned versions of everything the cluster harness runs, in one place.
+
+The embedded cluster, the kind node image and the k3s image must all serve the same Kubernetes
+minor so that a conformance result means the same thing on each provider. Every other module
+reads versions from here; the Go wrapper modules under ``cluster-binaries/`` pin the same ones
+(a unit test keeps the two in step).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Versions:
+    """A set of component versions that are known to work together."""
+
+    kubernetes: str
+    etcd: str
+    kwok: str
+
+    @property
+    def kubernetes_minor(self) -> str:
+        """``"1.36"`` for ``"v1.36.3"``."""
+        major, minor, _ = self.kubernetes.lstrip("v").split(".", 2)
+        return f"{major}.{minor}"
+
+    @property
+    def staging(self) -> str:
+        """The published version of the k8s.io staging modules (``v0.36.3`` for ``v1.36.3``)."""
+        _, minor, patch = self.kubernetes.lstrip("v").split(".", 2)
+        return f"v0.{minor}.{patch}"
+
+    def key(self) -> str:
+        """A file-name-safe key, used for the binary cache directory."""
+        return f"k8s-{self.kubernetes}_etcd-{self.etcd}_kwok-{self.kwok}"
+
+
+PINNED = Versions(kubernetes="v1.36.3", etcd="v3.6.16", kwok="v0.8.0")
+
+# Tried in order when a pinned version does not build (cluster-in-a-box notes): the nearest
+# patch releases the Go module proxy serves for the same minor.
+FALLBACKS: tuple[Versions, ...] = (
+    Versions(kubernetes="v1.36.1", etcd="v3.6.16", kwok="v0.8.0"),
+    Versions(kubernetes="v1.36.3", etcd="v3.6.15", kwok="v0.8.0"),
+)
+
+# kind's node image and the k3s image for the same Kubernetes minor. kindest/node tags follow
+# the Kubernetes version; k3s tags add a "+k3sN" build suffix (written "-k3sN" in image tags).
+KIND_NODE_IMAGE = f"kindest/node:{PINNED.kubernetes}"
+K3S_IMAGE = f"rancher/k3s:{PINNED.kubernetes}-k3s1"
