@@ -1,0 +1,242 @@
+"""``kthena-conformance``: the command line of the harness.
+
+``cluster up|down|status|kubeconfig|sweep`` manage clusters of any provider; ``binaries build|path``
+manage the control-plane binary cache. Every failure a user can act on is printed as one message
+and one hint, with exit code 1; nothing prints a stack trace (``KTHENA_DEBUG=1`` shows it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+import yaml
+
+from .cluster.errors import HarnessError
+from .cluster.registry import PROVIDER_NAMES, get_provider
+from .cluster.spec import ClusterSpec, NodePool, Taint
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _progress_printer() -> Callable[[str], None]:
+    started = time.monotonic()
+
+    def show(message: str) -> None:
+        click.echo(f"[{time.monotonic() - started:6.1f}s] {message}", err=True)
+
+    return show
+
+
+def _fail(exc: HarnessError) -> None:
+    click.secho(f"error: {exc.message}", fg="red", err=True)
+    if exc.hint:
+        click.echo(f"  -> {exc.hint}", err=True)
+    sys.exit(1)
+
+
+def provider_options(func: F) -> F:
+    for option in reversed(
+        [
+            click.option("--provider", "provider_name", default=os.environ.get("KTHENA_PROVIDER", "local"), show_default=True,
+                         help=f"one of: {', '.join(PROVIDER_NAMES)}"),
+            click.option("--name", default="kthena", show_default=True, help="cluster name"),
+            click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="existing provider: kubeconfig"),
+            click.option("--context", default=None, help="existing provider: kubeconfig context"),
+        ]
+    ):
+        func = option(func)
+    return func
+
+
+def _parse_kv(values: tuple[str, ...], what: str) -> dict[str, str]:
+    out = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise HarnessError(f"{what} {item!r} is not KEY=VALUE", f"write it as --{what} key=value")
+        out[key] = value
+    return out
+
+
+def _parse_taints(values: tuple[str, ...]) -> list[Taint]:
+    taints = []
+    for item in values:
+        kv, sep, effect = item.rpartition(":")
+        key, _, value = kv.partition("=")
+        if not sep or not key:
+            raise HarnessError(f"node-taint {item!r} is not KEY[=VALUE]:EFFECT", "for example --node-taint gpu=true:NoSchedule")
+        taints.append(Taint.model_validate({"key": key, "value": value, "effect": effect}))
+    return taints
+
+
+@click.group()
+@click.version_option(package_name="kthena-conformance")
+def main() -> None:
+    """Kthena ModelServing conformance: clusters, binaries and (later) the suite."""
+
+
+@main.group()
+def cluster() -> None:
+    """Provision and inspect clusters (local is the embedded default)."""
+
+
+@cluster.command("up")
+@provider_options
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="cluster spec YAML")
+@click.option("--nodes", type=int, default=None, help="number of fake nodes (default 2)")
+@click.option("--node-label", multiple=True, help="KEY=VALUE label on every node (repeatable)")
+@click.option("--node-taint", multiple=True, help="KEY[=VALUE]:EFFECT taint on every node (repeatable)")
+@click.option("--apiserver-port", type=int, default=None, help="fixed kube-apiserver port (default: a free one)")
+@click.option("--owner-pid", type=int, default=None, hidden=True, help="tear down when this process exits")
+def cluster_up(
+    provider_name: str, name: str, kubeconfig: str | None, context: str | None, config_file: Path | None,
+    nodes: int | None, node_label: tuple[str, ...], node_taint: tuple[str, ...], apiserver_port: int | None,
+    owner_pid: int | None,
+) -> None:
+    """Bring a cluster up and print its kubeconfig path."""
+    try:
+        spec = ClusterSpec.from_file(config_file) if config_file else ClusterSpec(name=name)
+        overrides: dict[str, Any] = {}
+        if config_file is None or name != "kthena":
+            overrides["name"] = name
+        if apiserver_port is not None:
+            overrides["apiserver_port"] = apiserver_port
+        if nodes is not None or node_label or node_taint:
+            base = spec.node_pools[0] if spec.node_pools else NodePool()
+            pool = base.model_dump()
+            if nodes is not None:
+                pool["count"] = nodes
+            pool["labels"] = {**pool["labels"], **_parse_kv(node_label, "node-label")}
+            pool["taints"] = [*pool["taints"], *(t.model_dump() for t in _parse_taints(node_taint))]
+            overrides["node_pools"] = [pool, *(p.model_dump() for p in spec.node_pools[1:])]
+        spec = ClusterSpec.parse({**spec.model_dump(), **overrides}, source="cluster options")
+        provider = get_provider(provider_name, kubeconfig=kubeconfig, context=context)
+        info = provider.up(spec, progress=_progress_printer(), owner_pid=owner_pid)
+    except HarnessError as exc:
+        _fail(exc)
+        return
+    timings = info.details.get("timings", {})
+    took = f" in {timings['up_total']:.1f}s" if "up_total" in timings else ""
+    click.echo(f"cluster '{info.name}' ({info.provider}, Kubernetes {info.kubernetes_version}) is up{took}", err=True)
+    for line in info.simulates:
+        click.echo(f"  simulated: {line}", err=True)
+    click.echo(f"  export KUBECONFIG={info.kubeconfig}", err=True)
+    click.echo(str(info.kubeconfig))
+
+
+@cluster.command("down")
+@provider_options
+def cluster_down(provider_name: str, name: str, kubeconfig: str | None, context: str | None) -> None:
+    """Stop a cluster and remove everything it left behind."""
+    try:
+        started = time.monotonic()
+        removed = get_provider(provider_name, kubeconfig=kubeconfig, context=context).down(name)
+    except HarnessError as exc:
+        _fail(exc)
+        return
+    if removed:
+        click.echo(f"cluster '{name}' is down ({time.monotonic() - started:.1f}s)", err=True)
+    else:
+        click.echo(f"no {provider_name} cluster named '{name}' to remove", err=True)
+
+
+@cluster.command("status")
+@provider_options
+@click.option("--output", "-o", type=click.Choice(["yaml", "json"]), default="yaml")
+def cluster_status(provider_name: str, name: str, kubeconfig: str | None, context: str | None, output: str) -> None:
+    """Show what is known about a cluster (exit code 3 when there is none)."""
+    try:
+        state = get_provider(provider_name, kubeconfig=kubeconfig, context=context).status(name)
+    except HarnessError as exc:
+        _fail(exc)
+        return
+    if state is None:
+        click.echo(f"no {provider_name} cluster named '{name}'", err=True)
+        sys.exit(3)
+    click.echo(json.dumps(state, indent=2) if output == "json" else yaml.safe_dump(state, sort_keys=False))
+
+
+@cluster.command("kubeconfig")
+@provider_options
+@click.option("--print", "print_contents", is_flag=True, help="print the file's contents instead of its path")
+def cluster_kubeconfig(provider_name: str, name: str, kubeconfig: str | None, context: str | None, print_contents: bool) -> None:
+    """Print the admin kubeconfig's path (or contents) of a running cluster."""
+    try:
+        path = get_provider(provider_name, kubeconfig=kubeconfig, context=context).kubeconfig(name)
+    except HarnessError as exc:
+        _fail(exc)
+        return
+    click.echo(path.read_text() if print_contents else str(path), nl=not print_contents)
+
+
+@cluster.command("sweep")
+def cluster_sweep() -> None:
+    """Remove leftovers of local clusters whose supervisor was killed."""
+    from .cluster.local.provider import LocalProvider
+
+    removed = LocalProvider().sweep(progress=lambda m: click.echo(m, err=True))
+    click.echo(f"swept {len(removed)} stale cluster run director{'y' if len(removed) == 1 else 'ies'}", err=True)
+
+
+@main.group()
+def binaries() -> None:
+    """The control-plane binary cache (built from the Go module proxy)."""
+
+
+@binaries.command("build")
+@click.option("--force", is_flag=True, help="rebuild even when the cache is complete")
+def binaries_build(force: bool) -> None:
+    """Build (or verify) the cached binaries; prints their directory."""
+    from .cluster.binaries import BinaryCache
+
+    try:
+        cache = BinaryCache()
+        result = cache.ensure(force=force, progress=_progress_printer())
+        cache.load(result.versions, deep=True)
+    except HarnessError as exc:
+        _fail(exc)
+        return
+    built = result.build_seconds
+    for name, entry in dict(result.manifest.get("binaries", {})).items():  # type: ignore[call-overload]
+        click.echo(f"  {name:24} {entry.get('version', '')}", err=True)
+    click.echo(f"{'built in %.0fs' % built if built is not None else 'cached'}: {result.directory}", err=True)
+    click.echo(str(result.directory))
+
+
+@binaries.command("path")
+def binaries_path() -> None:
+    """Print the cache directory of the pinned versions (exit code 3 if not built)."""
+    from .cluster.binaries import BinaryCache
+    from .cluster.versions import PINNED
+
+    try:
+        found = BinaryCache().load(PINNED)
+    except HarnessError as exc:
+        _fail(exc)
+        return
+    if found is None:
+        click.echo("the binaries are not built yet: run `make binaries`", err=True)
+        sys.exit(3)
+    click.echo(str(found.directory))
+
+
+def run() -> None:  # pragma: no cover - console entry with debug switch
+    if os.environ.get("KTHENA_DEBUG") == "1":
+        main()
+    else:
+        try:
+            main()
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+
+
+if __name__ == "__main__":
+    run()

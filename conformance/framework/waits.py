@@ -1,0 +1,52 @@
+"""Polling with a deadline: the only way tests wait.
+
+Nothing in the suite or the project's tests sleeps to synchronise. A wait names what it waits
+for, polls a condition until it holds or the deadline passes, and on timeout says what it last
+saw, so a failure reads as "waited 30s for pod x to be Ready; last seen: phase=Pending".
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class WaitTimeout(AssertionError):
+    """A condition did not hold before its deadline (an assertion failure, not an error)."""
+
+
+def wait_for(
+    what: str,
+    probe: Callable[[], T],
+    *,
+    until: Callable[[T], bool] = bool,
+    timeout: float = 30.0,
+    interval: float = 0.1,
+) -> T:
+    """Call ``probe`` until ``until(result)`` holds; return that result.
+
+    Exceptions from ``probe`` count as "not yet" (the object may not exist yet); the last one is
+    reported if the deadline passes.
+    """
+    deadline = time.monotonic() + timeout
+    last: object = "<never observed>"
+    while True:
+        try:
+            value = probe()
+        except Exception as exc:  # noqa: BLE001 - reported below if it persists
+            last = f"{type(exc).__name__}: {exc}"
+        else:
+            if until(value):
+                return value
+            last = value
+        if time.monotonic() >= deadline:
+            raise WaitTimeout(f"waited {timeout:.0f}s for {what}; last seen: {_short(last)}")
+        time.sleep(interval)
+
+
+def _short(value: object, limit: int = 600) -> str:
+    text = repr(value) if not isinstance(value, str) else value
+    return text if len(text) <= limit else text[:limit] + "..."

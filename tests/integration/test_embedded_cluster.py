@@ -1,0 +1,216 @@
+"""The embedded cluster does, for real, what the conformance suite will rely on.
+
+Each test proves one piece of the control plane (or one kwok stage) works end to end on the shared
+embedded cluster; none of them emulates what kube-apiserver or kube-controller-manager do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from conformance.cluster.faults import Fault, FaultInjector
+from conformance.cluster.provider import ClusterInfo
+from conformance.framework.waits import wait_for
+
+pytestmark = pytest.mark.cluster
+
+IMAGE = "registry.example/model-server:v1"
+
+
+def pod_body(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {"containers": [{"name": "main", "image": IMAGE}], **spec},
+    }
+
+
+def condition(pod: Any, kind: str) -> str | None:
+    for cond in (pod.status.conditions or []) if pod.status else []:
+        if cond.type == kind:
+            return str(cond.status)
+    return None
+
+
+def ready_pod(core: client.CoreV1Api, namespace: str, name: str, **spec: Any) -> Any:
+    core.create_namespaced_pod(namespace, pod_body(name, **spec))
+    return wait_for(
+        f"pod {name} Running and Ready",
+        lambda: core.read_namespaced_pod(name, namespace),
+        until=lambda p: p.status.phase == "Running" and condition(p, "Ready") == "True",
+    )
+
+
+@pytest.fixture
+def core(api_client: Any) -> client.CoreV1Api:
+    return client.CoreV1Api(api_client)
+
+
+def test_nodes_carry_configured_labels_capacity_and_taints(core: client.CoreV1Api, cluster: ClusterInfo) -> None:
+    nodes = {n.metadata.name: n for n in core.list_node().items}
+    assert set(cluster.details["nodes"]) <= set(nodes)
+    special = nodes["special-0"]
+    assert special.metadata.labels["conformance.kthena.io/pool"] == "special"
+    assert special.status.capacity["cpu"] == "8"
+    assert [(t.key, t.effect) for t in special.spec.taints or []] == [("conformance.kthena.io/special", "NoSchedule")]
+    assert all(condition(n, "Ready") == "True" for n in nodes.values())
+
+
+def test_pod_becomes_running_and_ready_with_an_ip(core: client.CoreV1Api, namespace: str) -> None:
+    pod = ready_pod(core, namespace, "web")
+    assert pod.status.pod_ip
+    assert pod.spec.node_name.startswith("worker-"), "the untolerated pod must avoid the tainted node"
+    assert [s.image for s in pod.status.container_statuses] == [IMAGE]
+
+
+def test_volcano_scheduler_profile_schedules_pods(core: client.CoreV1Api, namespace: str) -> None:
+    pod = ready_pod(core, namespace, "gang-member", schedulerName="volcano")
+    assert pod.spec.node_name
+    events = core.list_namespaced_event(namespace, field_selector="involvedObject.name=gang-member,reason=Scheduled")
+    assert [e.reporting_component or e.source.component for e in events.items] == ["volcano"]
+
+
+def test_headless_service_endpointslice_publishes_hostnames(api_client: Any, core: client.CoreV1Api, namespace: str) -> None:
+    core.create_namespaced_service(
+        namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "members"},
+            "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": {"group": "g0"}},
+        },
+    )
+    for name in ("g0-entry", "g0-worker-1"):
+        body = pod_body(name, hostname=name, subdomain="members")
+        body["metadata"]["labels"]["group"] = "g0"
+        core.create_namespaced_pod(namespace, body)
+    discovery = client.DiscoveryV1Api(api_client)
+
+    def hostnames() -> dict[str, bool]:
+        slices = discovery.list_namespaced_endpoint_slice(namespace, label_selector="kubernetes.io/service-name=members")
+        return {ep.hostname: bool(ep.conditions.ready) for s in slices.items for ep in s.endpoints or []}
+
+    assert wait_for("EndpointSlice hostnames", hostnames, until=lambda h: len(h) == 2) == {
+        "g0-entry": True,
+        "g0-worker-1": True,
+    }
+
+
+def test_deleting_an_owner_garbage_collects_its_dependents(core: client.CoreV1Api, namespace: str) -> None:
+    owner = core.create_namespaced_config_map(namespace, {"metadata": {"name": "owner"}})
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner.metadata.uid}
+    body = pod_body("dependent")
+    body["metadata"]["ownerReferences"] = [ref]
+    core.create_namespaced_pod(namespace, body)
+    core.delete_namespaced_config_map("owner", namespace)
+    wait_for(
+        "the dependent pod to be garbage-collected",
+        lambda: [p.metadata.name for p in core.list_namespaced_pod(namespace).items],
+        until=lambda names: "dependent" not in names,
+    )
+
+
+def test_pod_disruption_budget_makes_eviction_return_429(api_client: Any, core: client.CoreV1Api, namespace: str) -> None:
+    ready_pod(core, namespace, "guarded")
+    policy = client.PolicyV1Api(api_client)
+    policy.create_namespaced_pod_disruption_budget(
+        namespace,
+        {"metadata": {"name": "keep-one"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}}},
+    )
+    wait_for(
+        "the PDB to observe its pod",
+        lambda: policy.read_namespaced_pod_disruption_budget("keep-one", namespace).status,
+        until=lambda s: s is not None and s.observed_generation == 1 and s.expected_pods == 1,
+    )
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_pod_eviction(
+            "guarded", namespace, {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "guarded"}}
+        )
+    assert err.value.status == 429
+
+
+def test_resource_claim_template_is_allocated_from_a_published_slice(api_client: Any, core: client.CoreV1Api, namespace: str) -> None:
+    resource = client.ResourceV1Api(api_client)
+    driver = f"{namespace}.gpu.example.com"  # unique per test: DeviceClasses and slices are cluster-scoped
+    resource.create_device_class({"metadata": {"name": driver}, "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{driver}'"}}]}})
+    resource.create_resource_slice(
+        {
+            "metadata": {"name": f"{driver}-worker-0"},
+            "spec": {
+                "driver": driver,
+                "nodeName": "worker-0",
+                "pool": {"name": "worker-0", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "gpu-0", "attributes": {"index": {"int": 0}}}],
+            },
+        }
+    )
+    try:
+        resource.create_namespaced_resource_claim_template(
+            namespace,
+            {
+                "metadata": {"name": "one-gpu"},
+                "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": driver}}]}}},
+            },
+        )
+        ready_pod(core, namespace, "trainer", resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])
+        pod = core.read_namespaced_pod("trainer", namespace)
+        assert pod.spec.node_name == "worker-0"
+        claims = resource.list_namespaced_resource_claim(namespace).items
+        assert len(claims) == 1
+        results = claims[0].status.allocation.devices.results
+        assert [(r.driver, r.pool, r.device) for r in results] == [(driver, "worker-0", "gpu-0")]
+    finally:
+        core.delete_namespaced_pod("trainer", namespace, grace_period_seconds=0)
+        resource.delete_resource_slice(f"{driver}-worker-0")
+        resource.delete_device_class(driver)
+
+
+def test_in_place_image_patch_is_reflected_with_a_restart(core: client.CoreV1Api, namespace: str) -> None:
+    pod = ready_pod(core, namespace, "inplace")
+    uid = pod.metadata.uid
+    core.patch_namespaced_pod("inplace", namespace, {"spec": {"containers": [{"name": "main", "image": IMAGE.replace("v1", "v2")}]}})
+    pod = wait_for(
+        "the new image in containerStatuses",
+        lambda: core.read_namespaced_pod("inplace", namespace),
+        until=lambda p: p.status.container_statuses[0].image.endswith(":v2"),
+    )
+    status = pod.status.container_statuses[0]
+    assert pod.metadata.uid == uid
+    assert status.restart_count == 1
+    assert status.ready is True and condition(pod, "Ready") == "True"
+
+
+def test_pod_can_be_made_not_ready_and_ready_again(core: client.CoreV1Api, namespace: str, faults: FaultInjector) -> None:
+    ready_pod(core, namespace, "flaky")
+    faults.inject(namespace, "flaky", Fault.NOT_READY)
+    pod = wait_for("Ready=False", lambda: core.read_namespaced_pod("flaky", namespace), until=lambda p: condition(p, "Ready") == "False")
+    assert pod.status.phase == "Running"
+    assert pod.status.container_statuses[0].ready is False
+    faults.inject(namespace, "flaky", Fault.CLEAR)
+    wait_for("Ready=True again", lambda: core.read_namespaced_pod("flaky", namespace), until=lambda p: condition(p, "Ready") == "True")
+
+
+def test_pod_can_be_failed_on_demand(core: client.CoreV1Api, namespace: str, faults: FaultInjector) -> None:
+    ready_pod(core, namespace, "doomed")
+    faults.inject(namespace, "doomed", Fault.FAIL)
+    pod = wait_for("phase Failed", lambda: core.read_namespaced_pod("doomed", namespace), until=lambda p: p.status.phase == "Failed")
+    assert condition(pod, "Ready") == "False"
+    assert pod.status.container_statuses[0].state.terminated.exit_code == 1
+
+
+def test_pod_can_be_restarted_on_demand(core: client.CoreV1Api, namespace: str, faults: FaultInjector) -> None:
+    ready_pod(core, namespace, "bouncy")
+    for expected in (1, 2):
+        faults.inject(namespace, "bouncy", Fault.RESTART)
+        pod = wait_for(
+            f"restartCount {expected}",
+            lambda: core.read_namespaced_pod("bouncy", namespace),
+            until=lambda p, n=expected: p.status.container_statuses[0].restart_count == n,  # type: ignore[misc]
+        )
+        assert condition(pod, "Ready") == "True"
+        assert pod.status.container_statuses[0].last_state.terminated is not None
