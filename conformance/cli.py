@@ -44,10 +44,17 @@ def _fail(exc: HarnessError) -> None:
 def provider_options(func: F) -> F:
     for option in reversed(
         [
-            click.option("--provider", "provider_name", default=os.environ.get("KTHENA_PROVIDER", "local"), show_default=True,
-                         help=f"one of: {', '.join(PROVIDER_NAMES)}"),
+            click.option(
+                "--provider",
+                "provider_name",
+                default=os.environ.get("KTHENA_PROVIDER", "local"),
+                show_default=True,
+                help=f"one of: {', '.join(PROVIDER_NAMES)}",
+            ),
             click.option("--name", default="kthena", show_default=True, help="cluster name"),
-            click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="existing provider: kubeconfig"),
+            click.option(
+                "--kubeconfig", type=click.Path(dir_okay=False), default=None, help="existing provider: kubeconfig"
+            ),
             click.option("--context", default=None, help="existing provider: kubeconfig context"),
         ]
     ):
@@ -71,7 +78,9 @@ def _parse_taints(values: tuple[str, ...]) -> list[Taint]:
         kv, sep, effect = item.rpartition(":")
         key, _, value = kv.partition("=")
         if not sep or not key:
-            raise HarnessError(f"node-taint {item!r} is not KEY[=VALUE]:EFFECT", "for example --node-taint gpu=true:NoSchedule")
+            raise HarnessError(
+                f"node-taint {item!r} is not KEY[=VALUE]:EFFECT", "for example --node-taint gpu=true:NoSchedule"
+            )
         taints.append(Taint.model_validate({"key": key, "value": value, "effect": effect}))
     return taints
 
@@ -96,8 +105,15 @@ def cluster() -> None:
 @click.option("--apiserver-port", type=int, default=None, help="fixed kube-apiserver port (default: a free one)")
 @click.option("--owner-pid", type=int, default=None, hidden=True, help="tear down when this process exits")
 def cluster_up(
-    provider_name: str, name: str, kubeconfig: str | None, context: str | None, config_file: Path | None,
-    nodes: int | None, node_label: tuple[str, ...], node_taint: tuple[str, ...], apiserver_port: int | None,
+    provider_name: str,
+    name: str,
+    kubeconfig: str | None,
+    context: str | None,
+    config_file: Path | None,
+    nodes: int | None,
+    node_label: tuple[str, ...],
+    node_taint: tuple[str, ...],
+    apiserver_port: int | None,
     owner_pid: int | None,
 ) -> None:
     """Bring a cluster up and print its kubeconfig path."""
@@ -166,7 +182,9 @@ def cluster_status(provider_name: str, name: str, kubeconfig: str | None, contex
 @cluster.command("kubeconfig")
 @provider_options
 @click.option("--print", "print_contents", is_flag=True, help="print the file's contents instead of its path")
-def cluster_kubeconfig(provider_name: str, name: str, kubeconfig: str | None, context: str | None, print_contents: bool) -> None:
+def cluster_kubeconfig(
+    provider_name: str, name: str, kubeconfig: str | None, context: str | None, print_contents: bool
+) -> None:
     """Print the admin kubeconfig's path (or contents) of a running cluster."""
     try:
         path = get_provider(provider_name, kubeconfig=kubeconfig, context=context).kubeconfig(name)
@@ -206,7 +224,7 @@ def binaries_build(force: bool) -> None:
     built = result.build_seconds
     for name, entry in dict(result.manifest.get("binaries", {})).items():  # type: ignore[call-overload]
         click.echo(f"  {name:24} {entry.get('version', '')}", err=True)
-    click.echo(f"{'built in %.0fs' % built if built is not None else 'cached'}: {result.directory}", err=True)
+    click.echo(f"{f'built in {built:.0f}s' if built is not None else 'cached'}: {result.directory}", err=True)
     click.echo(str(result.directory))
 
 
@@ -225,6 +243,41 @@ def binaries_path() -> None:
         click.echo("the binaries are not built yet: run `make binaries`", err=True)
         sys.exit(3)
     click.echo(str(found.directory))
+
+
+@main.command("run")
+@provider_options
+@click.option(
+    "--report-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True
+)
+@click.option("--keep-cluster", is_flag=True, help="leave the cluster running afterwards")
+def run_command(
+    provider_name: str, name: str, kubeconfig: str | None, context: str | None, report_dir: Path, keep_cluster: bool
+) -> None:
+    """Provision a cluster, run the checks and write the report (always written)."""
+    from .runner import run as run_suite
+
+    try:
+        result = run_suite(
+            provider_name=provider_name,
+            report_dir=report_dir,
+            kubeconfig=kubeconfig,
+            context=context,
+            keep_cluster=keep_cluster,
+            progress=_progress_printer(),
+        )
+    except HarnessError as exc:
+        _fail(exc)
+        return
+    report = result.report
+    for check in report.get("preflight", []):
+        click.echo(f"  preflight {check['name']:28} {check['result']:8} {check['message']}", err=True)
+    if "error" in report:
+        click.secho(f"error: {report['error']['message']}", fg="red", err=True)
+    for note in report.get("notes", []):
+        click.echo(f"  note: {note}", err=True)
+    click.echo(f"verdict: {report['verdict']}; report: {', '.join(str(p) for p in result.paths)}", err=True)
+    sys.exit(1 if report["verdict"] in ("error", "failure") else 0)
 
 
 def run() -> None:  # pragma: no cover - console entry with debug switch

@@ -152,14 +152,13 @@ def find_go() -> str:
     go = shutil.which("go")
     if go is None:
         raise HarnessError(
-            "the Go toolchain was not found on PATH: the control-plane binaries are built from the "
-            "Go module proxy",
+            "the Go toolchain was not found on PATH: the control-plane binaries are built from the Go module proxy",
             f"install Go {MIN_GO[0]}.{MIN_GO[1]} or newer (https://go.dev/dl/) and put it on PATH, or "
             "set KTHENA_BIN_DIR to a directory holding prebuilt etcd, kube-apiserver, "
             "kube-controller-manager, kube-scheduler and kwok binaries",
         )
     try:
-        out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run([go, "env", "GOVERSION"], check=False, capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise HarnessError(f"`{go} env GOVERSION` failed: {exc}", "check the Go installation") from exc
     digits = out.strip().removeprefix("go").split(".")
@@ -344,7 +343,9 @@ class BinaryCache:
         proc = subprocess.run([go, *args], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
         if proc.returncode != 0:
             tail = "\n      ".join(_tail(log_path, 8))
-            raise HarnessError(f"`go {' '.join(args[:2])}` in {cwd.name} failed:\n      {tail}", f"full log: {log_path}")
+            raise HarnessError(
+                f"`go {' '.join(args[:2])}` in {cwd.name} failed:\n      {tail}", f"full log: {log_path}"
+            )
 
 
 def _tail(path: Path, n: int) -> list[str]:
@@ -358,7 +359,7 @@ def _version_of(path: Path) -> str:
     """The first line ``BINARY --version`` prints (proves the version stamp took)."""
     args: Iterable[str] = ["--version"]
     try:
-        out = subprocess.run([str(path), *args], capture_output=True, text=True, timeout=30)
+        out = subprocess.run([str(path), *args], check=False, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise HarnessError(f"{path} does not run: {exc}", "rebuild with `make binaries FORCE=1`") from exc
     text = (out.stdout or out.stderr).strip()

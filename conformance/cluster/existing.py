@@ -39,17 +39,21 @@ class ExistingProvider(Provider):
             )
 
     def _version(self) -> str:
-        from kubernetes import client, config
+        from kubernetes import client
         from kubernetes.config.config_exception import ConfigException
+
+        from .kube import api_client as make_client
 
         self._check_kubeconfig()
         try:
-            api_client = config.new_client_from_config(config_file=str(self.kubeconfig_path), context=self.context)
+            api_client = make_client(self.kubeconfig_path, self.context)
         except ConfigException as exc:
-            raise HarnessError(f"kubeconfig {self.kubeconfig_path}: {exc}", "check the file and the --context name") from exc
+            raise HarnessError(
+                f"kubeconfig {self.kubeconfig_path}: {exc}", "check the file and the --context name"
+            ) from exc
         try:
             info = client.VersionApi(api_client).get_code(_request_timeout=10)
-        except Exception as exc:  # noqa: BLE001 - any transport error means "not reachable"
+        except Exception as exc:
             raise HarnessError(
                 f"the cluster in {self.kubeconfig_path} (context {self.context or 'current'}) did not answer: {exc}",
                 "check the cluster is up and the kubeconfig's credentials are valid",

@@ -19,7 +19,7 @@ FAULT_ANNOTATION = "conformance.kthena.io/fault"
 RESTARTS_ANNOTATION = "conformance.kthena.io/restarts"
 
 
-class Fault(str, enum.Enum):
+class Fault(enum.StrEnum):
     """What can be done to a running Pod."""
 
     NOT_READY = "not-ready"  # Ready=False until cleared

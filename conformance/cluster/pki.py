@@ -56,7 +56,7 @@ class CertificateAuthority:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         self._key = ec.generate_private_key(ec.SECP256R1())
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         self._cert = (
             x509.CertificateBuilder()
             .subject_name(_name(common_name))
@@ -68,9 +68,15 @@ class CertificateAuthority:
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .add_extension(
                 x509.KeyUsage(
-                    digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                    key_encipherment=False, data_encipherment=False, key_agreement=False,
-                    encipher_only=False, decipher_only=False,
+                    digital_signature=True,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    encipher_only=False,
+                    decipher_only=False,
                 ),
                 critical=True,
             )
@@ -97,7 +103,7 @@ class CertificateAuthority:
     ) -> KeyPair:
         """Issue ``<name>.crt``/``<name>.key`` for a client, a server, or both."""
         key = ec.generate_private_key(ec.SECP256R1())
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         usages = ([ExtendedKeyUsageOID.CLIENT_AUTH] if client else []) + (
             [ExtendedKeyUsageOID.SERVER_AUTH] if server else []
         )
@@ -111,9 +117,7 @@ class CertificateAuthority:
             .not_valid_after(now + VALIDITY)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(self._key.public_key()), critical=False
-            )
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self._key.public_key()), critical=False)
         )
         if hosts:
             sans: list[x509.GeneralName] = []
@@ -133,9 +137,7 @@ class CertificateAuthority:
 def service_account_keys(directory: Path) -> KeyPair:
     """The key pair that signs and verifies service-account tokens (``sa.pub``, ``sa.key``)."""
     key = ec.generate_private_key(ec.SECP256R1())
-    pub = key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
+    pub = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     pair = KeyPair(directory / "sa.pub", directory / "sa.key")
     _write(pair.cert, pub, private=False)
     _write(pair.key, _key_pem(key), private=True)

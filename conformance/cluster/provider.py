@@ -101,16 +101,17 @@ class NoFaults:
 
 def kwok_fault_injector(kubeconfig: Path, context: str | None = None) -> FaultInjector:
     """The annotation-based injector for clusters whose kubelet is kwok with our stages."""
-    from kubernetes import client, config  # imported lazily: slow, and not needed by `cluster up`
+    from kubernetes import client  # imported lazily: slow, and not needed by `cluster up`
 
     from .faults import RESTARTS_ANNOTATION
+    from .kube import api_client
 
-    api = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig), context=context))
+    api = client.CoreV1Api(api_client(kubeconfig, context))
 
     def restart_count(namespace: str, pod: str) -> int:
-        obj = api.read_namespaced_pod(pod, namespace)
-        statuses = obj.status.container_statuses or [] if obj.status else []
-        seen = statuses[0].restart_count if statuses else 0
+        obj: Any = api.read_namespaced_pod(pod, namespace)
+        statuses = (obj.status.container_statuses or []) if obj.status else []
+        seen = int(statuses[0].restart_count) if statuses else 0
         asked = int((obj.metadata.annotations or {}).get(RESTARTS_ANNOTATION, "0") or 0)
         return max(seen, asked)
 

@@ -65,7 +65,9 @@ def probe(url: str, *, timeout: float = 1.0) -> bool:
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
-        conn = http.client.HTTPSConnection(parts.hostname or "127.0.0.1", parts.port or 443, context=ctx, timeout=timeout)
+        conn = http.client.HTTPSConnection(
+            parts.hostname or "127.0.0.1", parts.port or 443, context=ctx, timeout=timeout
+        )
     else:
         conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=timeout)
     try:

@@ -112,7 +112,9 @@ class ClusterSpec(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise HarnessError(f"{source} is invalid:\n{format_validation_error(exc)}", "fix the fields named above") from exc
+            raise HarnessError(
+                f"{source} is invalid:\n{format_validation_error(exc)}", "fix the fields named above"
+            ) from exc
 
 
 def format_validation_error(exc: ValidationError) -> str:

@@ -47,8 +47,11 @@ TEST_SPEC = ClusterSpec(
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kthena cluster")
-    group.addoption("--cluster-provider", default=os.environ.get("KTHENA_PROVIDER", "local"),
-                    help="local (embedded, default), kind, k3s or existing")
+    group.addoption(
+        "--cluster-provider",
+        default=os.environ.get("KTHENA_PROVIDER", "local"),
+        help="local (embedded, default), kind, k3s or existing",
+    )
     group.addoption("--kubeconfig", default=None, help="existing provider: kubeconfig path")
     group.addoption("--kube-context", default=None, help="existing provider: kubeconfig context")
 
@@ -99,9 +102,9 @@ def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 @pytest.fixture(scope="session")
 def api_client(cluster: ClusterInfo) -> Any:
     """An official-client ``ApiClient`` for the cluster's admin kubeconfig."""
-    from kubernetes import config
+    from .kube import api_client as make_client
 
-    return config.new_client_from_config(config_file=str(cluster.kubeconfig), context=cluster.context)
+    return make_client(cluster.kubeconfig, cluster.context)
 
 
 @pytest.fixture(scope="session")
@@ -119,7 +122,11 @@ def namespace(api_client: Any) -> Iterator[str]:
 
     core = client.CoreV1Api(api_client)
     name = f"t-{secrets.token_hex(4)}"
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={"conformance.kthena.io/test": "true"})))
-    wait_for(f"ServiceAccount {name}/default", lambda: core.read_namespaced_service_account("default", name), timeout=30)
+    core.create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={"conformance.kthena.io/test": "true"}))
+    )
+    wait_for(
+        f"ServiceAccount {name}/default", lambda: core.read_namespaced_service_account("default", name), timeout=30
+    )
     yield name
     core.delete_namespace(name, propagation_policy="Background")

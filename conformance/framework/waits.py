@@ -36,7 +36,7 @@ def wait_for(
     while True:
         try:
             value = probe()
-        except Exception as exc:  # noqa: BLE001 - reported below if it persists
+        except Exception as exc:
             last = f"{type(exc).__name__}: {exc}"
         else:
             if until(value):

@@ -75,7 +75,9 @@ def test_volcano_scheduler_profile_schedules_pods(core: client.CoreV1Api, namesp
     assert [e.reporting_component or e.source.component for e in events.items] == ["volcano"]
 
 
-def test_headless_service_endpointslice_publishes_hostnames(api_client: Any, core: client.CoreV1Api, namespace: str) -> None:
+def test_headless_service_endpointslice_publishes_hostnames(
+    api_client: Any, core: client.CoreV1Api, namespace: str
+) -> None:
     core.create_namespaced_service(
         namespace,
         {
@@ -92,7 +94,9 @@ def test_headless_service_endpointslice_publishes_hostnames(api_client: Any, cor
     discovery = client.DiscoveryV1Api(api_client)
 
     def hostnames() -> dict[str, bool]:
-        slices = discovery.list_namespaced_endpoint_slice(namespace, label_selector="kubernetes.io/service-name=members")
+        slices = discovery.list_namespaced_endpoint_slice(
+            namespace, label_selector="kubernetes.io/service-name=members"
+        )
         return {ep.hostname: bool(ep.conditions.ready) for s in slices.items for ep in s.endpoints or []}
 
     assert wait_for("EndpointSlice hostnames", hostnames, until=lambda h: len(h) == 2) == {
@@ -115,12 +119,17 @@ def test_deleting_an_owner_garbage_collects_its_dependents(core: client.CoreV1Ap
     )
 
 
-def test_pod_disruption_budget_makes_eviction_return_429(api_client: Any, core: client.CoreV1Api, namespace: str) -> None:
+def test_pod_disruption_budget_makes_eviction_return_429(
+    api_client: Any, core: client.CoreV1Api, namespace: str
+) -> None:
     ready_pod(core, namespace, "guarded")
     policy = client.PolicyV1Api(api_client)
     policy.create_namespaced_pod_disruption_budget(
         namespace,
-        {"metadata": {"name": "keep-one"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}}},
+        {
+            "metadata": {"name": "keep-one"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
+        },
     )
     wait_for(
         "the PDB to observe its pod",
@@ -134,10 +143,14 @@ def test_pod_disruption_budget_makes_eviction_return_429(api_client: Any, core: 
     assert err.value.status == 429
 
 
-def test_resource_claim_template_is_allocated_from_a_published_slice(api_client: Any, core: client.CoreV1Api, namespace: str) -> None:
+def test_resource_claim_template_is_allocated_from_a_published_slice(
+    api_client: Any, core: client.CoreV1Api, namespace: str
+) -> None:
     resource = client.ResourceV1Api(api_client)
     driver = f"{namespace}.gpu.example.com"  # unique per test: DeviceClasses and slices are cluster-scoped
-    resource.create_device_class({"metadata": {"name": driver}, "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{driver}'"}}]}})
+    resource.create_device_class(
+        {"metadata": {"name": driver}, "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{driver}'"}}]}}
+    )
     resource.create_resource_slice(
         {
             "metadata": {"name": f"{driver}-worker-0"},
@@ -173,7 +186,9 @@ def test_resource_claim_template_is_allocated_from_a_published_slice(api_client:
 def test_in_place_image_patch_is_reflected_with_a_restart(core: client.CoreV1Api, namespace: str) -> None:
     pod = ready_pod(core, namespace, "inplace")
     uid = pod.metadata.uid
-    core.patch_namespaced_pod("inplace", namespace, {"spec": {"containers": [{"name": "main", "image": IMAGE.replace("v1", "v2")}]}})
+    core.patch_namespaced_pod(
+        "inplace", namespace, {"spec": {"containers": [{"name": "main", "image": IMAGE.replace("v1", "v2")}]}}
+    )
     pod = wait_for(
         "the new image in containerStatuses",
         lambda: core.read_namespaced_pod("inplace", namespace),
@@ -185,20 +200,34 @@ def test_in_place_image_patch_is_reflected_with_a_restart(core: client.CoreV1Api
     assert status.ready is True and condition(pod, "Ready") == "True"
 
 
-def test_pod_can_be_made_not_ready_and_ready_again(core: client.CoreV1Api, namespace: str, faults: FaultInjector) -> None:
+def test_pod_can_be_made_not_ready_and_ready_again(
+    core: client.CoreV1Api, namespace: str, faults: FaultInjector
+) -> None:
     ready_pod(core, namespace, "flaky")
     faults.inject(namespace, "flaky", Fault.NOT_READY)
-    pod = wait_for("Ready=False", lambda: core.read_namespaced_pod("flaky", namespace), until=lambda p: condition(p, "Ready") == "False")
+    pod = wait_for(
+        "Ready=False",
+        lambda: core.read_namespaced_pod("flaky", namespace),
+        until=lambda p: condition(p, "Ready") == "False",
+    )
     assert pod.status.phase == "Running"
     assert pod.status.container_statuses[0].ready is False
     faults.inject(namespace, "flaky", Fault.CLEAR)
-    wait_for("Ready=True again", lambda: core.read_namespaced_pod("flaky", namespace), until=lambda p: condition(p, "Ready") == "True")
+    wait_for(
+        "Ready=True again",
+        lambda: core.read_namespaced_pod("flaky", namespace),
+        until=lambda p: condition(p, "Ready") == "True",
+    )
 
 
 def test_pod_can_be_failed_on_demand(core: client.CoreV1Api, namespace: str, faults: FaultInjector) -> None:
     ready_pod(core, namespace, "doomed")
     faults.inject(namespace, "doomed", Fault.FAIL)
-    pod = wait_for("phase Failed", lambda: core.read_namespaced_pod("doomed", namespace), until=lambda p: p.status.phase == "Failed")
+    pod = wait_for(
+        "phase Failed",
+        lambda: core.read_namespaced_pod("doomed", namespace),
+        until=lambda p: p.status.phase == "Failed",
+    )
     assert condition(pod, "Ready") == "False"
     assert pod.status.container_statuses[0].state.terminated.exit_code == 1
 

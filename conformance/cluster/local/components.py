@@ -286,7 +286,9 @@ def components(layout: RunLayout, bin_dir: Path, ports: Ports) -> list[Component
     return [etcd, apiserver, controller_manager, scheduler, kwok]
 
 
-def node_manifest(name: str, pool_labels: dict[str, str], capacity: dict[str, str], taints: list[dict[str, str]]) -> str:
+def node_manifest(
+    name: str, pool_labels: dict[str, str], capacity: dict[str, str], taints: list[dict[str, str]]
+) -> str:
     """A kwok-managed Node object, as JSON (the supervisor POSTs it)."""
     labels = {
         "type": "kwok",

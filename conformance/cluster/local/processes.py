@@ -7,6 +7,7 @@ Each component gets its own log file; its tail is what the user sees when it fai
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -56,17 +57,13 @@ def stop_all(procs: Iterable[subprocess.Popen[bytes]], *, grace: float = 1.5) ->
     for p in live:
         _signal(p, signal.SIGKILL)
     for p in live:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):  # a process stuck in the kernel
             p.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # pragma: no cover - a process stuck in the kernel
-            pass
 
 
 def _signal(p: subprocess.Popen[bytes], sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         p.send_signal(sig)
-    except ProcessLookupError:
-        pass
 
 
 def log_tail(path: Path, lines: int = 12) -> list[str]:

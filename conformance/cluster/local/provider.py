@@ -9,6 +9,7 @@ SIGKILLed) are swept on every ``up`` and by ``cluster sweep``.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -113,14 +114,24 @@ class LocalProvider(Provider):
         layout.spec.write_text(spec.model_dump_json(indent=2))
         detach = owner_pid is None
         argv = [
-            sys.executable, "-m", "conformance.cluster.local.supervisor", str(layout.root),
-            "--bin-dir", str(binaries.directory),
-            "--owner-pid", str(os.getpid() if detach else owner_pid),
+            sys.executable,
+            "-m",
+            "conformance.cluster.local.supervisor",
+            str(layout.root),
+            "--bin-dir",
+            str(binaries.directory),
+            "--owner-pid",
+            str(os.getpid() if detach else owner_pid),
         ]
         with layout.log("supervisor").open("ab") as err:
             proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
-                start_new_session=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                start_new_session=True,
+                text=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
         _children[layout.root] = proc
         try:
@@ -161,7 +172,10 @@ class LocalProvider(Provider):
                 raise HarnessError(str(event.get("message")), str(event.get("hint") or ""))
         code = proc.wait(timeout=15)
         tail = "\n      ".join(log_tail(layout.log("supervisor"))) or "(no output)"
-        raise HarnessError(f"the cluster supervisor exited with code {code} before the cluster was ready:\n      {tail}", "this is a bug; please report it")
+        raise HarnessError(
+            f"the cluster supervisor exited with code {code} before the cluster was ready:\n      {tail}",
+            "this is a bug; please report it",
+        )
 
     @staticmethod
     def _await_event(proc: subprocess.Popen[str], wanted: str, timeout: float) -> None:
@@ -188,10 +202,8 @@ class LocalProvider(Provider):
         state = self._read_state(layout)
         pid = proc.pid if proc else state.get("supervisor_pid")
         if isinstance(pid, int) and _pid_alive(pid):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
             deadline = time.monotonic() + DOWN_GRACE
             while time.monotonic() < deadline and (layout.root.exists() or _pid_alive(pid)):
                 if proc is not None and proc.poll() is not None and not layout.root.exists():
@@ -200,10 +212,8 @@ class LocalProvider(Provider):
             if _pid_alive(pid):
                 os.kill(pid, signal.SIGKILL)
         if proc is not None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
         self._kill_components(state)
         shutil.rmtree(layout.root, ignore_errors=True)
 
@@ -217,14 +227,12 @@ class LocalProvider(Provider):
             except OSError:
                 continue
             if bin_dir and exe.startswith(str(bin_dir)):
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
 
     def sweep(self, *, progress: Progress = quiet) -> list[str]:
         """Remove run directories whose supervisor is gone (killed, or the machine rebooted)."""
-        removed = []
+        removed: list[str] = []
         if not self.runs.is_dir():
             return removed
         for run in sorted(self.runs.iterdir()):
@@ -261,7 +269,10 @@ class LocalProvider(Provider):
     def info(self, name: str) -> ClusterInfo:
         state = self.status(name)
         if not state or not state.get("live") or state.get("phase") not in ("ready", "degraded"):
-            raise HarnessError(f"no running local cluster named '{name}'", f"start one with `kthena-conformance cluster up --name {name}`")
+            raise HarnessError(
+                f"no running local cluster named '{name}'",
+                f"start one with `kthena-conformance cluster up --name {name}`",
+            )
         spec = ClusterSpec.model_validate_json(self.layout(name).spec.read_text())
         return ClusterInfo(
             provider=self.name,

@@ -32,9 +32,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import IO
 
 from ..errors import HarnessError
@@ -153,7 +153,10 @@ class Supervisor:
                 raise HarnessError(f"creating a Node failed: HTTP {resp.status} {resp.body[:300]!r}")
         self.wait_healthy(rest)
         self.timings["components_healthy"] = self.elapsed()
-        self.wait_for("all nodes Ready and the default ServiceAccount", lambda: self.nodes_ready(api, names) and self.sa_ready(api))
+        self.wait_for(
+            "all nodes Ready and the default ServiceAccount",
+            lambda: self.nodes_ready(api, names) and self.sa_ready(api),
+        )
         self.timings["ready"] = self.elapsed()
         return ports
 
@@ -213,10 +216,12 @@ class Supervisor:
 
     def wait_healthy(self, comps: list[Component]) -> None:
         pending = [c for c in comps if c.health_url]
+
         def check() -> bool:
             nonlocal pending
             pending = [c for c in pending if not probe(c.health_url or "", timeout=0.5)]
             return not pending
+
         self.wait_for(lambda: "healthy " + ", ".join(c.name for c in pending), check)
 
     def wait_for(self, what: str | Callable[[], str], check: Callable[[], bool]) -> None:
@@ -230,7 +235,8 @@ class Supervisor:
                 label = what() if callable(what) else what
                 raise HarnessError(
                     f"the cluster did not become ready within {START_TIMEOUT:.0f}s (waiting for {label})",
-                    f"see the component logs in {self.layout.logs}; raise KTHENA_CLUSTER_START_TIMEOUT on a slow machine",
+                    f"see the component logs in {self.layout.logs}; "
+                    "raise KTHENA_CLUSTER_START_TIMEOUT on a slow machine",
                 )
             time.sleep(POLL)
 
@@ -265,7 +271,9 @@ class Supervisor:
                 code = proc.poll()
                 if code is not None:
                     # Keep serving (the rest may still be useful for evidence), but say so.
-                    self.write_state("degraded", failed_component=name, exit_code=code, log_tail=log_tail(self.layout.log(name)))
+                    self.write_state(
+                        "degraded", failed_component=name, exit_code=code, log_tail=log_tail(self.layout.log(name))
+                    )
                     print(f"supervisor: {name} exited with code {code}", file=sys.stderr, flush=True)
                     self.procs = {n: p for n, p in self.procs.items() if n != name}
                     break
@@ -310,8 +318,12 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as exc:
         sup.emit("failed", message=exc.message, hint=exc.hint)
         code = 1
-    except Exception as exc:  # noqa: BLE001 - report, then clean up like any other failure
-        sup.emit("failed", message=f"supervisor error: {type(exc).__name__}: {exc}", hint="this is a bug; please report it with the run directory")
+    except Exception as exc:
+        sup.emit(
+            "failed",
+            message=f"supervisor error: {type(exc).__name__}: {exc}",
+            hint="this is a bug; please report it with the run directory",
+        )
         code = 1
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
