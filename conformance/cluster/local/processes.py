@@ -93,8 +93,12 @@ def free_ports(count: int) -> list[int]:
 
 
 def port_in_use(port: int) -> bool:
-    """True when something already listens on (or holds) 127.0.0.1:``port``."""
+    """True when a server could not bind 127.0.0.1:``port`` (something listens there).
+
+    SO_REUSEADDR, as every server sets it: connections of a stopped server lingering in
+    TIME_WAIT do not make the port "in use"."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError as exc:

@@ -63,6 +63,7 @@ class Supervisor:
     stop_reason: str | None = None
     started_at: float = field(default_factory=time.monotonic)
     timings: dict[str, float] = field(default_factory=dict)
+    ports: Ports | None = None
     _owner_fd: int | None = None
 
     # -- signalling -----------------------------------------------------------------------------
@@ -117,6 +118,7 @@ class Supervisor:
             "bin_dir": str(self.bin_dir),
             "components": {name: p.pid for name, p in self.procs.items()},
             "timings": self.timings,
+            "ports": self.ports.as_dict() if self.ports else {},
             **extra,
         }
         tmp = self.layout.state.with_suffix(".tmp")
@@ -127,7 +129,7 @@ class Supervisor:
 
     def start(self) -> Ports:
         self.emit("progress", message="generating certificates and configuration")
-        ports = self.pick_ports()
+        ports = self.ports = self.pick_ports()
         self.prepare_files(ports)
         plan = {c.name: c for c in components(self.layout, self.bin_dir, ports)}
         self.emit("progress", message=f"starting etcd and kube-apiserver on 127.0.0.1:{ports.apiserver}")
@@ -193,7 +195,7 @@ class Supervisor:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
         self.layout.etcd_data.mkdir(mode=0o700, exist_ok=True)
-        self.write_state("starting", ports=ports.as_dict())
+        self.write_state("starting")
 
     def launch(self, comp: Component) -> None:
         self.procs[comp.name] = spawn(comp.argv, self.layout.log(comp.name))
@@ -309,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     code = 0
     try:
         ports = sup.start()
-        sup.write_state("ready", ports=ports.as_dict())
+        sup.write_state("ready")
         sup.emit("ready", kubeconfig=str(layout.kubeconfig), timings=sup.timings, ports=ports.as_dict())
         sup.serve()
     except Stop as exc:
