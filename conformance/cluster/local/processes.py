@@ -44,7 +44,7 @@ def spawn(argv: Iterable[str], log_path: Path, *, env: dict[str, str] | None = N
         )
 
 
-def stop_all(procs: Iterable[subprocess.Popen[bytes]], *, grace: float = 1.5) -> None:
+def stop_all(procs: Iterable[subprocess.Popen[bytes]], *, grace: float = 0.5) -> None:
     """SIGTERM every live process at once, then SIGKILL whatever is left after ``grace`` seconds."""
     live = [p for p in procs if p.poll() is None]
     for p in live:
