@@ -42,6 +42,7 @@ MANIFEST_SCHEMA = 1
 CONTROL_PLANE = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 ALL_BINARIES = ("etcd", *CONTROL_PLANE, "kwok", "kwokctl")
 MIN_GO = (1, 26)
+HEARTBEAT = 30.0  # seconds between "still compiling" lines during a build
 
 
 def _quiet(_: str) -> None:
@@ -62,7 +63,7 @@ class GoBuild:
         # binary after its module path ("server"), not "etcd".
         single = len(self.packages) == 1 and len(self.outputs) == 1
         target = str(out_dir / self.outputs[0]) if single else str(out_dir) + os.sep
-        return ["go", "build", "-trimpath", "-ldflags", " ".join(self.ldflags), "-o", target, *self.packages]
+        return ["go", "build", "-v", "-trimpath", "-ldflags", " ".join(self.ldflags), "-o", target, *self.packages]
 
 
 def build_plan(versions: Versions) -> tuple[GoBuild, ...]:
@@ -291,7 +292,7 @@ class BinaryCache:
                     module_dir = self._module_dir(go, step.module, versions, Path(work), log)
                     progress(f"go build {' '.join(step.packages)} (module {step.module}) ...")
                     t0 = time.monotonic()
-                    self._run(go, step.argv(staging)[1:], module_dir, log, log_path)
+                    self._run(go, step.argv(staging)[1:], module_dir, log, log_path, progress)
                     progress(f"  built {', '.join(step.outputs)} in {time.monotonic() - t0:.0f}s")
             entries: dict[str, dict[str, object]] = {}
             for name in ALL_BINARIES:
@@ -336,11 +337,29 @@ class BinaryCache:
         return target
 
     @staticmethod
-    def _run(go: str, args: Sequence[str], cwd: Path, log: TextIO, log_path: Path) -> None:
+    def _run(go: str, args: Sequence[str], cwd: Path, log: TextIO, log_path: Path, progress: Progress = _quiet) -> None:
+        """Run one go command with its output in the build log; report progress every 30 s
+        (``go build -v`` names each package it compiles, so the count shows it is moving)."""
         env = {**os.environ, "CGO_ENABLED": "0"}
         log.write(f"$ (cd {cwd} && go {' '.join(args)})\n")
         log.flush()
-        proc = subprocess.run([go, *args], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+        start_offset = log_path.stat().st_size
+        started = time.monotonic()
+        proc = subprocess.Popen([go, *args], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+        next_report = started + HEARTBEAT
+        try:
+            while proc.poll() is None:
+                time.sleep(0.2)
+                if time.monotonic() >= next_report:
+                    next_report += HEARTBEAT
+                    with log_path.open("rb") as f:
+                        f.seek(start_offset)
+                        packages = f.read().count(b"\n")
+                    progress(f"  ... still compiling: {packages} packages so far, {time.monotonic() - started:.0f}s")
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
         if proc.returncode != 0:
             tail = "\n      ".join(_tail(log_path, 8))
             raise HarnessError(
