@@ -6,6 +6,12 @@ embedded cluster; none of them emulates what kube-apiserver or kube-controller-m
 
 from __future__ import annotations
 
+import base64
+import http.server
+import json
+import ssl
+import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +19,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from conformance.cluster.faults import Fault, FaultInjector
+from conformance.cluster.pki import CertificateAuthority
 from conformance.cluster.provider import ClusterInfo
 from conformance.framework.waits import wait_for
 
@@ -243,3 +250,125 @@ def test_pod_can_be_restarted_on_demand(core: client.CoreV1Api, namespace: str, 
         )
         assert condition(pod, "Ready") == "True"
         assert pod.status.container_statuses[0].last_state.terminated is not None
+
+
+class _DenyForbidden(http.server.BaseHTTPRequestHandler):
+    """A validating webhook that denies objects named "forbidden"."""
+
+    def do_POST(self) -> None:
+        review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        request = review["request"]
+        allowed = request["name"] != "forbidden"
+        body = {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "response": {
+                "uid": request["uid"],
+                "allowed": allowed,
+                "status": {"code": 403, "message": "metadata.name: 'forbidden' is reserved by the test webhook"},
+            },
+        }
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_validating_webhook_served_on_loopback_is_called(
+    api_client: Any, core: client.CoreV1Api, namespace: str, tmp_path: Path
+) -> None:
+    ca = CertificateAuthority(tmp_path / "webhook-pki")
+    pair = ca.issue("webhook", common_name="test-webhook", hosts=("127.0.0.1",), server=True)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _DenyForbidden)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(pair.cert), str(pair.key))
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    admission = client.AdmissionregistrationV1Api(api_client)
+    name = f"deny-forbidden-{namespace}"
+    try:
+        admission.create_validating_webhook_configuration(
+            {
+                "metadata": {"name": name},
+                "webhooks": [
+                    {
+                        "name": "deny.conformance.kthena.io",
+                        "clientConfig": {
+                            "url": f"https://127.0.0.1:{server.server_address[1]}/validate",
+                            "caBundle": base64.b64encode(ca.cert_pem).decode(),
+                        },
+                        "rules": [
+                            {
+                                "apiGroups": [""],
+                                "apiVersions": ["v1"],
+                                "operations": ["CREATE"],
+                                "resources": ["configmaps"],
+                            }
+                        ],
+                        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                        "admissionReviewVersions": ["v1"],
+                        "sideEffects": "None",
+                        "failurePolicy": "Fail",
+                        "timeoutSeconds": 5,
+                    }
+                ],
+            }
+        )
+
+        def try_forbidden() -> int:
+            try:
+                core.create_namespaced_config_map(namespace, {"metadata": {"name": "forbidden"}})
+            except ApiException as exc:
+                return int(exc.status)
+            core.delete_namespaced_config_map("forbidden", namespace)
+            return 201
+
+        # The apiserver picks up a new webhook configuration asynchronously.
+        assert wait_for("the webhook to deny", try_forbidden, until=lambda s: s == 403) == 403
+        core.create_namespaced_config_map(namespace, {"metadata": {"name": "allowed"}})
+    finally:
+        admission.delete_validating_webhook_configuration(name)
+        server.shutdown()
+        server.server_close()
+
+
+def test_rbac_governs_service_account_tokens(
+    api_client: Any, core: client.CoreV1Api, namespace: str, cluster: ClusterInfo
+) -> None:
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": "reader"}})
+    token = core.create_namespaced_service_account_token(
+        "reader", namespace, {"spec": {"audiences": [], "expirationSeconds": 600}}
+    ).status.token
+    config = client.Configuration()
+    config.host = api_client.configuration.host
+    config.ssl_ca_cert = api_client.configuration.ssl_ca_cert
+    config.api_key = {"authorization": f"Bearer {token}"}
+    as_reader = client.CoreV1Api(client.ApiClient(config))
+    with pytest.raises(ApiException) as err:
+        as_reader.list_namespaced_pod(namespace)
+    assert err.value.status == 403
+    rbac = client.RbacAuthorizationV1Api(api_client)
+    rbac.create_namespaced_role(
+        namespace,
+        {"metadata": {"name": "pod-reader"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]},
+    )
+    rbac.create_namespaced_role_binding(
+        namespace,
+        {
+            "metadata": {"name": "reader-reads-pods"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
+        },
+    )
+    assert (
+        wait_for(
+            "the binding to take effect", lambda: as_reader.list_namespaced_pod(namespace).items, until=lambda _: True
+        )
+        == []
+    )
