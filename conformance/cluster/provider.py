@@ -78,6 +78,16 @@ class Provider(abc.ABC):
     def kubeconfig(self, name: str) -> Path:
         return self.info(name).kubeconfig
 
+    def nodes(self, name: str) -> list[str]:
+        """The names of the cluster's Nodes, as the API server lists them."""
+        from kubernetes import client
+
+        from .kube import api_client
+
+        info = self.info(name)
+        items: list[Any] = client.CoreV1Api(api_client(info.kubeconfig, info.context)).list_node().items
+        return sorted(str(n.metadata.name) for n in items)
+
     def fault_injector(self, info: ClusterInfo) -> FaultInjector:
         """How to inject faults into this cluster's Pods. Default: none supported."""
         return NoFaults(self.name)

@@ -21,6 +21,7 @@ from kubernetes.client.exceptions import ApiException
 from conformance.cluster.faults import Fault, FaultInjector
 from conformance.cluster.pki import CertificateAuthority
 from conformance.cluster.provider import ClusterInfo
+from conformance.cluster.registry import get_provider
 from conformance.framework.waits import wait_for
 
 pytestmark = pytest.mark.cluster
@@ -58,9 +59,12 @@ def core(api_client: Any) -> client.CoreV1Api:
     return client.CoreV1Api(api_client)
 
 
-def test_nodes_carry_configured_labels_capacity_and_taints(core: client.CoreV1Api, cluster: ClusterInfo) -> None:
+def test_nodes_carry_configured_labels_capacity_and_taints(
+    core: client.CoreV1Api, cluster: ClusterInfo, request: pytest.FixtureRequest
+) -> None:
     nodes = {n.metadata.name: n for n in core.list_node().items}
-    assert set(cluster.details["nodes"]) <= set(nodes)
+    provider = get_provider(request.config.getoption("--cluster-provider"))
+    assert provider.nodes(cluster.name) == sorted(cluster.details["nodes"]) == sorted(nodes)
     special = nodes["special-0"]
     assert special.metadata.labels["conformance.kthena.io/pool"] == "special"
     assert special.status.capacity["cpu"] == "8"
