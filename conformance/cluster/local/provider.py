@@ -109,7 +109,13 @@ class LocalProvider(Provider):
             )
         binaries = self.cache.ensure(progress=progress)
         started = time.monotonic()
-        layout.root.mkdir(parents=True, mode=0o700)
+        try:
+            layout.root.mkdir(parents=True, mode=0o700)
+        except FileExistsError:
+            raise HarnessError(
+                f"cluster '{spec.name}' is being started by another process",
+                "wait for it, or pick another --name",
+            ) from None
         layout.logs.mkdir()
         layout.spec.write_text(spec.model_dump_json(indent=2))
         detach = owner_pid is None
