@@ -20,7 +20,7 @@ import yaml
 
 from .cluster.errors import HarnessError
 from .cluster.registry import PROVIDER_NAMES, get_provider
-from .cluster.spec import ClusterSpec, NodePool, Taint
+from .cluster.spec import ClusterSpec, NodePool
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -72,7 +72,8 @@ def _parse_kv(values: tuple[str, ...], what: str) -> dict[str, str]:
     return out
 
 
-def _parse_taints(values: tuple[str, ...]) -> list[Taint]:
+def _parse_taints(values: tuple[str, ...]) -> list[dict[str, str]]:
+    """``KEY[=VALUE]:EFFECT`` strings as taint dicts; the spec validation checks their content."""
     taints = []
     for item in values:
         kv, sep, effect = item.rpartition(":")
@@ -81,7 +82,7 @@ def _parse_taints(values: tuple[str, ...]) -> list[Taint]:
             raise HarnessError(
                 f"node-taint {item!r} is not KEY[=VALUE]:EFFECT", "for example --node-taint gpu=true:NoSchedule"
             )
-        taints.append(Taint.model_validate({"key": key, "value": value, "effect": effect}))
+        taints.append({"key": key, "value": value, "effect": effect})
     return taints
 
 
@@ -118,7 +119,7 @@ def cluster_up(
 ) -> None:
     """Bring a cluster up and print its kubeconfig path."""
     try:
-        spec = ClusterSpec.from_file(config_file) if config_file else ClusterSpec(name=name)
+        spec = ClusterSpec.from_file(config_file) if config_file else ClusterSpec()
         overrides: dict[str, Any] = {}
         if config_file is None or name != "kthena":
             overrides["name"] = name
@@ -130,7 +131,7 @@ def cluster_up(
             if nodes is not None:
                 pool["count"] = nodes
             pool["labels"] = {**pool["labels"], **_parse_kv(node_label, "node-label")}
-            pool["taints"] = [*pool["taints"], *(t.model_dump() for t in _parse_taints(node_taint))]
+            pool["taints"] = [*pool["taints"], *_parse_taints(node_taint)]
             overrides["node_pools"] = [pool, *(p.model_dump() for p in spec.node_pools[1:])]
         spec = ClusterSpec.parse({**spec.model_dump(), **overrides}, source="cluster options")
         provider = get_provider(provider_name, kubeconfig=kubeconfig, context=context)

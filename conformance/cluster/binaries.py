@@ -204,10 +204,11 @@ class BinaryCache:
             return None
         try:
             manifest = json.loads(manifest_path.read_text())
-            entries = manifest["binaries"]
-            assert isinstance(entries, dict)
-        except (ValueError, KeyError, AssertionError) as exc:
+        except (OSError, ValueError) as exc:
             raise self._corrupt(directory, f"manifest.json is unreadable ({exc})") from exc
+        entries = manifest.get("binaries") if isinstance(manifest, dict) else None
+        if not isinstance(entries, dict):
+            raise self._corrupt(directory, "manifest.json is unreadable (not an object with a 'binaries' map)")
         if manifest.get("recipe") != recipe_digest(versions):
             return None  # built from another recipe: rebuild, this is not damage
         for name in ALL_BINARIES:

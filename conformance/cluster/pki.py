@@ -116,9 +116,10 @@ class CertificateAuthority:
             .not_valid_before(now - dt.timedelta(minutes=5))
             .not_valid_after(now + VALIDITY)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self._key.public_key()), critical=False)
         )
+        if usages:  # RFC 5280: an extendedKeyUsage extension must list at least one purpose
+            builder = builder.add_extension(x509.ExtendedKeyUsage(usages), critical=False)
         if hosts:
             sans: list[x509.GeneralName] = []
             for host in hosts:

@@ -24,14 +24,33 @@ LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 DEFAULT_CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "1Ti"}
 
 
+def _check_label_key(key: str, what: str = "label key") -> None:
+    prefix, _, _ = key.rpartition("/")
+    if not LABEL_KEY.match(key) or len(prefix) > 253:
+        raise ValueError(f"{what} {key!r} is not a valid Kubernetes label key")
+
+
 class Taint(BaseModel):
-    """A Node taint, as in ``core/v1``."""
+    """A Node taint, as in ``core/v1`` (key and value follow label syntax)."""
 
     model_config = ConfigDict(extra="forbid")
 
     key: str
     value: str = ""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+    @field_validator("key")
+    @classmethod
+    def _key_is_valid(cls, v: str) -> str:
+        _check_label_key(v, "taint key")
+        return v
+
+    @field_validator("value")
+    @classmethod
+    def _value_is_valid(cls, v: str) -> str:
+        if not LABEL_VALUE.match(v):
+            raise ValueError(f"{v!r} is not a valid taint value (label value syntax, at most 63 characters)")
+        return v
 
 
 class NodePool(BaseModel):
@@ -56,8 +75,7 @@ class NodePool(BaseModel):
     @classmethod
     def _labels_are_valid(cls, v: dict[str, str]) -> dict[str, str]:
         for key, value in v.items():
-            if not LABEL_KEY.match(key):
-                raise ValueError(f"label key {key!r} is not a valid Kubernetes label key")
+            _check_label_key(key)
             if not LABEL_VALUE.match(value):
                 raise ValueError(f"label value {value!r} for {key!r} is not a valid Kubernetes label value")
         return v
@@ -76,6 +94,14 @@ class ClusterSpec(BaseModel):
     apiserver_port: int | None = Field(default=None, ge=1, le=65535)
     # kube-scheduler profiles besides default-scheduler; ModelServing defaults to "volcano".
     extra_scheduler_names: list[str] = Field(default_factory=lambda: ["volcano"])
+
+    @field_validator("extra_scheduler_names")
+    @classmethod
+    def _scheduler_names_are_labels(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not DNS_LABEL.match(name):
+                raise ValueError(f"scheduler name {name!r} must be a lowercase DNS label")
+        return v
 
     @field_validator("name")
     @classmethod
@@ -103,6 +129,10 @@ class ClusterSpec(BaseModel):
             data = yaml.safe_load(path.read_text())
         except OSError as exc:
             raise HarnessError(f"cannot read cluster config {path}: {exc.strerror}", "check the path") from exc
+        except UnicodeDecodeError as exc:
+            raise HarnessError(
+                f"cluster config {path} is not UTF-8 text: {exc.reason}", "save it as UTF-8 YAML"
+            ) from exc
         except yaml.YAMLError as exc:
             raise HarnessError(f"cluster config {path} is not valid YAML: {exc}", "fix the YAML syntax") from exc
         return cls.parse(data or {}, source=str(path))

@@ -43,7 +43,7 @@ def wait_for(
                 return value
             last = value
         if time.monotonic() >= deadline:
-            raise WaitTimeout(f"waited {timeout:.0f}s for {what}; last seen: {_short(last)}")
+            raise WaitTimeout(f"waited {timeout:g}s for {what}; last seen: {_short(last)}")
         time.sleep(interval)
 
 

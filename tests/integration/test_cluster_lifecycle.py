@@ -210,7 +210,16 @@ def test_cli_up_status_kubeconfig_down(isolated: Path, real_bin_dir: Path) -> No
     status = subprocess.run(
         [*CLI, "cluster", "status", "--name", "cli", "-o", "json"], env=env, capture_output=True, text=True, check=False
     )
-    assert json.loads(status.stdout)["phase"] == "ready"
+    state = json.loads(status.stdout)
+    # The cluster outlives the CLI that started it: detached from its owner, every process alive.
+    assert state["phase"] == "ready" and state["live"] is True and state["owner_pid"] is None
+    assert all(state["components_alive"].values())
+    from kubernetes import client
+
+    from conformance.cluster.kube import api_client
+
+    nodes = client.CoreV1Api(api_client(kubeconfig)).list_node().items
+    assert [n.metadata.labels["tier"] for n in nodes] == ["gpu"]
     path = subprocess.run(
         [*CLI, "cluster", "kubeconfig", "--name", "cli"], env=env, capture_output=True, text=True, check=False
     )

@@ -129,8 +129,7 @@ def scheduler_config(kubeconfig: Path, extra_profiles: list[str]) -> str:
         "kind": "KubeSchedulerConfiguration",
         "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 200, "burst": 400},
         "leaderElection": {"leaderElect": False},
-        "profiles": [{"schedulerName": "default-scheduler"}]
-        + [{"schedulerName": name} for name in extra_profiles if name != "default-scheduler"],
+        "profiles": [{"schedulerName": name} for name in dict.fromkeys(["default-scheduler", *extra_profiles])],
     }
     return yaml.safe_dump(doc, sort_keys=False)
 

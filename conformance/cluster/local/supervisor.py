@@ -32,6 +32,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +66,7 @@ class Supervisor:
     timings: dict[str, float] = field(default_factory=dict)
     ports: Ports | None = None
     _owner_fd: int | None = None
+    _detach_requested: bool = False
 
     # -- signalling -----------------------------------------------------------------------------
 
@@ -82,12 +84,18 @@ class Supervisor:
         self.stop_reason = f"received {signal.Signals(signum).name}"
 
     def _on_detach(self, _signum: int, _frame: object) -> None:
+        # Only a flag: the owner's pidfd may be inside a select() that PEP 475 restarts with the
+        # same descriptor after this handler returns, so it is closed by the loop, not here.
+        self._detach_requested = True
+
+    def _detach(self) -> None:
+        self._detach_requested = False
         if self._owner_fd is not None:
             os.close(self._owner_fd)
             self._owner_fd = None
         self.owner_pid = None
-        self.emit("detached")
         self.write_state("ready")
+        self.emit("detached")
 
     def check_stop(self) -> None:
         if self._owner_fd is not None:
@@ -265,6 +273,8 @@ class Supervisor:
     def serve(self) -> None:
         """Watch the components and the owner until told to stop."""
         while True:
+            if self._detach_requested:
+                self._detach()
             try:
                 self.check_stop()
             except Stop:
@@ -318,9 +328,11 @@ def main(argv: list[str] | None = None) -> int:
         sup.emit("failed", message=f"start interrupted: {exc}", hint="")
         code = 130
     except HarnessError as exc:
+        print(f"supervisor: start failed: {exc}", file=sys.stderr, flush=True)
         sup.emit("failed", message=exc.message, hint=exc.hint)
         code = 1
-    except Exception as exc:
+    except Exception as exc:  # report, then clean up like any other failure
+        traceback.print_exc()
         sup.emit(
             "failed",
             message=f"supervisor error: {type(exc).__name__}: {exc}",
