@@ -1,0 +1,71 @@
+"""``kthena-ref``: the reference controller's command line.
+
+``crd`` prints the generated CustomResourceDefinition (``--refresh-podspec`` first refreshes the
+embedded PodSpec schema from a cluster of the pinned Kubernetes version); ``render`` prints every
+object the controller would create for a ModelServing from scratch.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+
+def _fail(message: str, hint: str = "") -> None:
+    click.secho(f"error: {message}", fg="red", err=True)
+    if hint:
+        click.echo(f"  -> {hint}", err=True)
+    sys.exit(1)
+
+
+def _fetch_openapi(kubeconfig: Path) -> tuple[dict[str, Any], str]:
+    """``/openapi/v3/api/v1`` and ``/version`` of the cluster in ``kubeconfig`` (client-cert auth)."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    current = config.get("current-context")
+    context = next(c["context"] for c in config["contexts"] if c["name"] == current)
+    cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
+    user = next(u["user"] for u in config["users"] if u["name"] == context["user"])
+    ctx = ssl.create_default_context(cafile=cluster.get("certificate-authority"))
+    if "client-certificate" in user:
+        ctx.load_cert_chain(user["client-certificate"], user["client-key"])
+    with urllib.request.urlopen(cluster["server"] + "/openapi/v3/api/v1", context=ctx, timeout=30) as resp:
+        document = json.load(resp)
+    with urllib.request.urlopen(cluster["server"] + "/version", context=ctx, timeout=30) as resp:
+        version = json.load(resp)["gitVersion"]
+    return document, str(version)
+
+
+@click.group()
+@click.version_option(package_name="kthena-conformance")
+def main() -> None:
+    """Kthena's reference ModelServing controller."""
+
+
+@main.command("crd")
+@click.option("--refresh-podspec", "kubeconfig", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="first refresh the embedded PodSpec schema from the cluster in this kubeconfig")  # fmt: skip
+def crd_command(kubeconfig: Path | None) -> None:
+    """Print the ModelServing CustomResourceDefinition as YAML."""
+    from .api.crd import crd
+    from .api.podspec import pod_spec_from_openapi, write_snapshot
+
+    if kubeconfig is not None:
+        try:
+            document, version = _fetch_openapi(kubeconfig)
+        except (OSError, KeyError, StopIteration, ValueError) as exc:
+            _fail(f"cannot read the OpenAPI document through {kubeconfig}: {exc}", "check the kubeconfig and cluster")
+            return
+        write_snapshot(pod_spec_from_openapi(document), f"kube-apiserver {version} /openapi/v3/api/v1")
+        click.echo(f"refreshed the PodSpec schema from kube-apiserver {version}", err=True)
+    click.echo(yaml.safe_dump(crd(), sort_keys=False), nl=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+"""The generated ModelServing CRD, judged by the real kube-apiserver.
+
+The API server refuses a CRD whose schema is not structural, so merely installing it checks the
+generator; the tests then check what the schema promises: defaults, enums, bounds, the embedded
+PodSpec rejecting wrongly typed templates, unique Role names and the CEL immutability rules.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from conformance.framework.waits import wait_for
+from kthena_ref.api.crd import crd
+from kthena_ref.api.types import GROUP, PLURAL, VERSION
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="session")
+def modelserving_crd(api_client: Any) -> dict[str, Any]:
+    """The generated CRD, installed (or replaced) once per run and Established."""
+    ext = client.ApiextensionsV1Api(api_client)
+    body = crd()
+    name = body["metadata"]["name"]
+    try:
+        ext.create_custom_resource_definition(body)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+        current = ext.read_custom_resource_definition(name)
+        body["metadata"]["resourceVersion"] = current.metadata.resource_version
+        ext.replace_custom_resource_definition(name, body)
+
+    def established() -> bool:
+        got = ext.read_custom_resource_definition(name)
+        return any(c.type == "Established" and c.status == "True" for c in got.status.conditions or [])
+
+    wait_for(f"CRD {name} Established", established)
+    return body
+
+
+def base(name: str = "ms") -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ModelServing",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "roles": [
+                    {
+                        "name": "prefill",
+                        "workerReplicas": 1,
+                        "entryTemplate": {
+                            "spec": {
+                                "containers": [{"name": "main", "image": "img:v1", "ports": [{"containerPort": 80}]}]
+                            }
+                        },
+                        "workerTemplate": {"spec": {"containers": [{"name": "main", "image": "img:v1"}]}},
+                    }
+                ]
+            }
+        },
+    }
+
+
+@pytest.fixture
+def objects(api_client: Any, modelserving_crd: dict[str, Any], namespace: str) -> Callable[..., Any]:
+    api = client.CustomObjectsApi(api_client)
+
+    def call(verb: str, *args: Any) -> Any:
+        return getattr(api, f"{verb}_namespaced_custom_object")(GROUP, VERSION, namespace, PLURAL, *args)
+
+    return call
+
+
+def rejection(call: Callable[..., Any], *args: Any) -> str:
+    with pytest.raises(ApiException) as err:
+        call(*args)
+    assert err.value.status == 422, err.value.body
+    return str(json.loads(err.value.body)["message"])
+
+
+def test_defaults_are_applied(objects: Callable[..., Any]) -> None:
+    spec = objects("create", base())["spec"]
+    assert (spec["replicas"], spec["schedulerName"], spec["recoveryPolicy"], spec["revisionHistoryLimit"]) == (
+        1,
+        "volcano",
+        "RoleRecreate",
+        10,
+    )
+    role = spec["template"]["roles"][0]
+    assert (role["replicas"], role["maxUnavailable"], spec["template"]["restartGracePeriodSeconds"]) == (1, 1, 0)
+    assert role["entryTemplate"]["spec"]["containers"][0]["ports"][0]["protocol"] == "TCP", "PodSpec defaults embedded"
+
+
+def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def apply(obj: dict[str, Any]) -> None:
+        *parents, leaf = path.split(".")
+        node: Any = obj
+        for part in parents:
+            node = node[int(part)] if part.isdigit() else node.setdefault(part, {})
+        if leaf.isdigit():
+            node[int(leaf)] = value
+        else:
+            node[leaf] = value
+
+    return apply
+
+
+ROLE = "spec.template.roles.0"
+INVALID = [
+    (
+        "port-as-string",
+        _set(f"{ROLE}.entryTemplate.spec.containers.0.ports.0.containerPort", "eighty"),
+        "containerPort",
+    ),
+    ("bad-restart-policy", _set(f"{ROLE}.workerTemplate.spec.restartPolicy", "Sometimes"), "restartPolicy"),
+    ("no-containers", _set(f"{ROLE}.entryTemplate.spec", {}), "containers"),
+    ("unknown-recovery-policy", _set("spec.recoveryPolicy", "Reboot"), "spec.recoveryPolicy"),
+    ("negative-replicas", _set("spec.replicas", -1), "spec.replicas"),
+    ("role-name-too-long", _set(f"{ROLE}.name", "a-very-long-role"), "name"),
+    ("role-name-pattern", _set(f"{ROLE}.name", "-bad"), "name"),
+    ("no-worker-replicas", lambda o: o["spec"]["template"]["roles"][0].pop("workerReplicas"), "workerReplicas"),
+    ("no-roles", _set("spec.template.roles", []), "roles"),
+    (
+        "five-roles",
+        lambda o: o["spec"]["template"].update(
+            roles=[dict(o["spec"]["template"]["roles"][0], name=f"r{i}") for i in range(5)]
+        ),
+        "roles",
+    ),
+    (
+        "duplicate-role-names",
+        lambda o: o["spec"]["template"]["roles"].append(copy.deepcopy(o["spec"]["template"]["roles"][0])),
+        "Duplicate value",
+    ),
+    (
+        "progress-deadline-below-60",
+        _set("spec.rolloutStrategy", {"progressDeadlineSeconds": 59}),
+        "progressDeadlineSeconds",
+    ),
+    ("unknown-update-method", _set("spec.rolloutStrategy", {"updateMethod": "InPlaceUpdate"}), "updateMethod"),
+    ("unknown-plugin-target", _set("spec.plugins", [{"name": "p", "scope": {"target": "Sidecar"}}]), "target"),
+    ("negative-history-limit", _set("spec.revisionHistoryLimit", -1), "revisionHistoryLimit"),
+]
+
+
+@pytest.mark.parametrize(("mutate", "field"), [pytest.param(m, f, id=i) for i, m, f in INVALID])
+def test_invalid_specs_are_rejected_with_the_field_named(
+    objects: Callable[..., Any], mutate: Callable[[dict[str, Any]], None], field: str
+) -> None:
+    obj = base()
+    mutate(obj)
+    assert field in rejection(objects, "create", obj)
+
+
+def test_gang_policy_min_role_replicas_is_immutable_and_gang_policy_stays(objects: Callable[..., Any]) -> None:
+    obj = base("gang")
+    obj["spec"]["template"]["gangPolicy"] = {"minRoleReplicas": {"prefill": 1}}
+    created = objects("create", obj)
+    changed = copy.deepcopy(created)
+    changed["spec"]["template"]["gangPolicy"]["minRoleReplicas"]["prefill"] = 2
+    assert "minRoleReplicas is immutable" in rejection(objects, "replace", "gang", changed)
+    removed = copy.deepcopy(created)
+    del removed["spec"]["template"]["gangPolicy"]
+    assert "gangPolicy cannot be removed once set" in rejection(objects, "replace", "gang", removed)
+    scaled = copy.deepcopy(created)
+    scaled["spec"]["replicas"] = 3
+    assert objects("replace", "gang", scaled)["spec"]["replicas"] == 3
+
+
+def test_role_coordination_is_immutable_after_creation(objects: Callable[..., Any]) -> None:
+    obj = base("coord")
+    obj["spec"]["rolloutStrategy"] = {"type": "RoleRollingUpdate", "roleCoordination": {"maxSkew": "10%"}}
+    created = objects("create", obj)
+    changed = copy.deepcopy(created)
+    changed["spec"]["rolloutStrategy"]["roleCoordination"]["maxSkew"] = "20%"
+    assert "roleCoordination" in rejection(objects, "replace", "coord", changed)
+    dropped = copy.deepcopy(created)
+    del dropped["spec"]["rolloutStrategy"]["roleCoordination"]
+    assert "roleCoordination" in rejection(objects, "replace", "coord", dropped)
+    plain = objects("create", base("plain"))
+    added = copy.deepcopy(plain)
+    added["spec"]["rolloutStrategy"] = {"type": "RoleRollingUpdate", "roleCoordination": {"maxSkew": "10%"}}
+    assert "roleCoordination" in rejection(objects, "replace", "plain", added)
+
+
+def test_scale_subresource_drives_spec_replicas(api_client: Any, objects: Callable[..., Any], namespace: str) -> None:
+    objects("create", base("scaled"))
+    api = client.CustomObjectsApi(api_client)
+    api.patch_namespaced_custom_object_scale(GROUP, VERSION, namespace, PLURAL, "scaled", {"spec": {"replicas": 4}})
+    assert objects("get", "scaled")["spec"]["replicas"] == 4
