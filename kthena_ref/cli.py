@@ -67,5 +67,39 @@ def crd_command(kubeconfig: Path | None) -> None:
     click.echo(yaml.safe_dump(crd(), sort_keys=False), nl=False)
 
 
+def load_modelserving(path: Path) -> Any:
+    """A ModelServing from a YAML file, or a clear error naming the fields that are wrong."""
+    from pydantic import ValidationError
+
+    from .api.types import ModelServing
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        _fail(f"cannot read {path}: {exc}", "pass a ModelServing YAML file")
+    if not isinstance(data, dict) or data.get("kind") != "ModelServing":
+        _fail(f"{path} does not hold a ModelServing", "the file needs kind: ModelServing")
+    try:
+        return ModelServing.model_validate(data)
+    except ValidationError as exc:
+        problems = "\n".join(
+            f"  {'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        _fail(f"{path} is not a valid ModelServing:\n{problems}", "fix the fields named above")
+
+
+@main.command("render")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--gang", is_flag=True, help="as if the Volcano PodGroup CRD were installed (adds PodGroups)")
+def render_command(path: Path, gang: bool) -> None:
+    """Print, as YAML, every object the controller would create for PATH from scratch."""
+    from .planner.plan import Observed, plan
+
+    ms = load_modelserving(path)
+    result = plan(Observed(ms=ms, pods=[], podgroups=[] if gang else None))
+    docs = [*result.create_revisions, *result.apply_podgroups, *result.create_pods]
+    click.echo(yaml.safe_dump_all(docs, sort_keys=False), nl=False)
+
+
 if __name__ == "__main__":
     main()

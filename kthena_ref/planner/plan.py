@@ -1,0 +1,573 @@
+"""The reconcile planner: a ModelServing and what is observed in, the actions to take out (pure).
+
+Everything the controller decides is decided here, from plain data, so it is unit tested in
+milliseconds; the executor (:mod:`kthena_ref.executor`) only applies a :class:`Plan`. The state
+of a ModelServing is entirely derived from the objects it owns (Pods carry their group, role,
+instance and revision in labels), so a restarted controller picks up exactly where it stopped.
+
+One reconcile, in order:
+
+1. revisions: the update revision is the hash of the current roles; older ones come from
+   ControllerRevisions, so groups at an old revision can still be rebuilt from it;
+2. recovery: an error Pod (Failed, or restarted and not Ready) past ``restartGracePeriodSeconds``,
+   or a Pod deleted behind our back, rebuilds its ServingGroup (``ServingGroupRecreate``), its Role
+   instance (``RoleRecreate``) or only itself (``None``);
+3. scale: keep ``spec.replicas`` ServingGroups; add the lowest missing ordinals, remove not-ready
+   groups first, then the lowest summed pod-deletion-cost, then the highest ordinal;
+4. rollout (ServingGroupRollingUpdate, Recreate): recreate outdated groups above the partition,
+   highest ordinal first, within the maxUnavailable budget;
+5. create every missing Pod of every kept group whose members are not still terminating;
+6. ControllerRevisions (history limit counts only non-live revisions), PodGroups, status.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..api.types import ModelServing, RecoveryPolicy, Role, RolloutStrategyType
+from . import intstr
+from .names import (
+    ANNOTATION_DELETION_COST,
+    ANNOTATION_QUEUE,
+    LABEL_ENTRY,
+    LABEL_NAME,
+    LABEL_REVISION,
+    LABEL_ROLE_ID,
+    PodId,
+    group_name,
+    parse_pod_labels,
+    pod_name,
+)
+from .pods import build_pod, controller_revision, expected_pods, owner_reference, revision_of
+
+EVENT_SOURCE = "modelserving-controller"
+
+
+@dataclass(frozen=True)
+class ObservedPod:
+    """What the planner needs to know about one of our Pods."""
+
+    pid: PodId
+    name: str
+    uid: str
+    revision: str
+    phase: str
+    ready: bool
+    deleting: bool
+    restart_count: int
+    not_ready_since: dt.datetime | None
+    deletion_cost: int
+
+    @property
+    def running_ready(self) -> bool:
+        return self.phase == "Running" and self.ready and not self.deleting
+
+    @property
+    def in_error(self) -> bool:
+        """Upstream's error Pod: Failed, or restarted while not Running and Ready."""
+        return not self.deleting and (self.phase == "Failed" or (self.restart_count > 0 and not self.running_ready))
+
+
+def _time(value: object) -> dt.datetime | None:
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    if isinstance(value, str) and value:
+        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return None
+
+
+def observe_pod(pod: dict[str, Any], ms: str) -> ObservedPod | None:
+    """Our view of a Pod (as the API returns it); None for Pods this ModelServing did not make."""
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    pid = parse_pod_labels(labels, ms, meta.get("name", ""))
+    if pid is None:
+        return None
+    status = pod.get("status") or {}
+    ready_condition: dict[str, Any] = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+    ready = ready_condition.get("status") == "True"
+    restarts = sum(int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or [])
+    restarts += sum(int(c.get("restartCount") or 0) for c in status.get("initContainerStatuses") or [])
+    try:
+        cost = int((meta.get("annotations") or {}).get(ANNOTATION_DELETION_COST, "0"))
+    except ValueError:
+        cost = 0
+    return ObservedPod(
+        pid=pid,
+        name=meta["name"],
+        uid=meta.get("uid", ""),
+        revision=labels.get(LABEL_REVISION, ""),
+        phase=status.get("phase") or "Pending",
+        ready=ready,
+        deleting=bool(meta.get("deletionTimestamp")),
+        restart_count=restarts,
+        not_ready_since=None if ready else _time(ready_condition.get("lastTransitionTime")),
+        deletion_cost=cost,
+    )
+
+
+@dataclass
+class Group:
+    """One ServingGroup as observed: its Pods by position."""
+
+    ordinal: int
+    pods: dict[PodId, ObservedPod] = field(default_factory=dict)
+
+    @property
+    def revision(self) -> str:
+        return Counter(p.revision for p in self.pods.values()).most_common(1)[0][0]
+
+    @property
+    def terminating(self) -> bool:
+        """Every Pod is being deleted: the group is going away (or being rebuilt)."""
+        return all(p.deleting for p in self.pods.values())
+
+    def ready(self, roles: list[Role]) -> bool:
+        expected = expected_pods(roles, self.ordinal)
+        return all(pid in self.pods and self.pods[pid].running_ready for pid in expected)
+
+    def deletion_cost(self) -> int:
+        return sum(p.deletion_cost for p in self.pods.values())
+
+    def live_pods(self) -> list[ObservedPod]:
+        return [p for p in self.pods.values() if not p.deleting]
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str  # Normal | Warning
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class PodDeletion:
+    name: str
+    uid: str  # a precondition: never delete a replacement that reused the name
+    reason: str
+
+
+@dataclass
+class Plan:
+    """What one reconcile should do."""
+
+    create_pods: list[dict[str, Any]] = field(default_factory=list)
+    delete_pods: list[PodDeletion] = field(default_factory=list)
+    create_revisions: list[dict[str, Any]] = field(default_factory=list)
+    delete_revisions: list[str] = field(default_factory=list)
+    apply_podgroups: list[dict[str, Any]] = field(default_factory=list)
+    delete_podgroups: list[str] = field(default_factory=list)
+    status: dict[str, Any] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    requeue_after: float | None = None
+
+    def requeue(self, seconds: float) -> None:
+        self.requeue_after = seconds if self.requeue_after is None else min(self.requeue_after, seconds)
+
+
+@dataclass(frozen=True)
+class Observed:
+    """Everything the planner reads, as plain API dicts."""
+
+    ms: ModelServing
+    pods: list[dict[str, Any]]
+    revisions: list[dict[str, Any]] = field(default_factory=list)
+    podgroups: list[dict[str, Any]] | None = None  # None: the PodGroup CRD is not served
+    lost: frozenset[str] = frozenset()  # Pods deleted behind our back (from the informer)
+    now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+
+
+def _roles_by_revision(ms: ModelServing, revisions: list[dict[str, Any]]) -> dict[str, list[Role]]:
+    known: dict[str, list[Role]] = {}
+    for cr in revisions:
+        rev = ((cr.get("metadata") or {}).get("labels") or {}).get(LABEL_REVISION)
+        roles = (cr.get("data") or {}).get("roles")
+        if rev and isinstance(roles, list):
+            try:
+                known[rev] = [Role.model_validate(r) for r in roles]
+            except ValueError:
+                continue  # a damaged revision cannot rebuild anything; the update revision still can
+    known[revision_of(ms.spec.template.roles)] = ms.spec.template.roles
+    return known
+
+
+def _scale_down_order(group: Group, roles: list[Role]) -> tuple[int, int, int]:
+    """Sort key: not-ready first, then the lowest summed deletion cost, then the highest ordinal."""
+    return (1 if group.ready(roles) else 0, group.deletion_cost(), -group.ordinal)
+
+
+def plan(observed: Observed) -> Plan:
+    ms = observed.ms
+    spec = ms.spec
+    name = ms.metadata.name
+    out = Plan()
+    gang = observed.podgroups is not None and spec.scheduler_name == "volcano"
+
+    # 1. revisions
+    update_rev = revision_of(spec.template.roles)
+    roles_at = _roles_by_revision(ms, observed.revisions)
+
+    def roles_for(rev: str) -> list[Role]:
+        return roles_at.get(rev, spec.template.roles)
+
+    groups: dict[int, Group] = {}
+    for raw in observed.pods:
+        pod = observe_pod(raw, name)
+        if pod is not None:
+            groups.setdefault(pod.pid.ordinal, Group(pod.pid.ordinal)).pods[pod.pid] = pod
+    previous_current = (ms.status.current_revision if ms.status else None) or update_rev
+    revisions_in_use = {g.revision for g in groups.values()}
+    current_rev = update_rev if revisions_in_use <= {update_rev} else previous_current
+    if current_rev not in revisions_in_use and revisions_in_use - {update_rev}:
+        current_rev = Counter(g.revision for g in groups.values() if g.revision != update_rev).most_common(1)[0][0]
+
+    deleting: set[str] = set()
+
+    def delete(pods: list[ObservedPod], reason: str) -> None:
+        for pod in pods:
+            if not pod.deleting and pod.name not in deleting:
+                deleting.add(pod.name)
+                out.delete_pods.append(PodDeletion(pod.name, pod.uid, reason))
+
+    # 2. recovery
+    grace = dt.timedelta(seconds=spec.template.restart_grace_period_seconds)
+    policy = spec.recovery_policy
+    for group in groups.values():
+        roles = roles_for(group.revision)
+        for pod in list(group.pods.values()):
+            if not pod.in_error:
+                continue
+            since = pod.not_ready_since or observed.now
+            wait = (since + grace - observed.now).total_seconds()
+            if wait > 0:
+                out.requeue(wait)
+                continue
+            _recover(out, delete, group, pod.pid, policy, f"pod {pod.name} failed", name)
+        for pid in expected_pods(roles, group.ordinal):
+            lost_name = pod_name(name, pid.ordinal, pid.role, pid.index, pid.k)
+            if pid in group.pods or lost_name not in observed.lost or policy is RecoveryPolicy.NONE:
+                continue
+            scope = (
+                group.live_pods()
+                if policy is RecoveryPolicy.SERVING_GROUP_RECREATE
+                else [p for p in group.live_pods() if (p.pid.role, p.pid.index) == (pid.role, pid.index)]
+            )
+            if scope:  # survivors to rebuild; an emptied instance is simply created again below
+                _recover(out, delete, group, pid, policy, f"pod {lost_name} was deleted", name)
+
+    # 3. scale
+    kept, victims = _choose_groups(groups, spec.replicas, update_rev, roles_for)
+    for group in victims:
+        delete(group.live_pods(), "scale-down")
+        if group.live_pods():
+            out.events.append(
+                Event("Normal", "RoleDeleting", f"deleting ServingGroup {group_name(name, group.ordinal)} (scale down)")
+            )
+
+    # 4. rollout (ServingGroupRollingUpdate with the Recreate method)
+    strategy = spec.rollout_strategy
+    rolling = strategy.rolling_update_configuration if strategy else None
+    part = intstr.partition(
+        rolling.partition if rolling else None, spec.replicas, "rolloutStrategy.rollingUpdateConfiguration.partition"
+    )
+    if strategy is None or strategy.type is RolloutStrategyType.SERVING_GROUP_ROLLING_UPDATE:
+        budget, _surge = intstr.update_budget(
+            rolling.max_unavailable if rolling else 1,
+            rolling.max_surge if rolling else None,
+            spec.replicas,
+            "rolloutStrategy.rollingUpdateConfiguration",
+        )
+        unavailable = [
+            o
+            for o in kept
+            if o not in groups
+            or groups[o].terminating
+            or not groups[o].ready(roles_for(groups[o].revision))
+            or any(p.name in deleting for p in groups[o].pods.values())
+        ]
+        room = budget - len(unavailable)
+        outdated = sorted(
+            (
+                groups[o]
+                for o in kept
+                if o in groups and o >= part and groups[o].revision != update_rev and not groups[o].terminating
+            ),
+            key=lambda g: (g.ready(roles_for(g.revision)), -g.ordinal),
+        )
+        for group in outdated:
+            already_down = group.ordinal in unavailable
+            if not already_down and room <= 0:
+                break
+            delete(group.live_pods(), "rolling update")
+            out.events.append(
+                Event(
+                    "Normal",
+                    "RoleDeleting",
+                    f"recreating ServingGroup {group_name(name, group.ordinal)} at revision {update_rev}",
+                )
+            )
+            if not already_down:
+                room -= 1
+
+    # 5. create what is missing
+    for ordinal in sorted(kept):
+        existing = groups.get(ordinal)
+        present: dict[PodId, ObservedPod] = existing.pods if existing else {}
+        if present:
+            rev = existing.revision if existing else update_rev
+        else:  # a new (or emptied) group: above the partition it starts at the update revision
+            rev = update_rev if ordinal >= part else current_rev
+        roles = roles_for(rev)
+        busy_instances = {(p.pid.role, p.pid.index) for p in present.values() if p.deleting or p.name in deleting}
+        group_busy = bool(present) and all(p.deleting or p.name in deleting for p in present.values())
+        if group_busy and policy is RecoveryPolicy.SERVING_GROUP_RECREATE:
+            continue  # the whole group is being rebuilt: wait for every Pod to go
+        created_instances: set[str] = set()
+        for pid in expected_pods(roles, ordinal):
+            if pid in present or (pid.role, pid.index) in busy_instances:
+                continue
+            out.create_pods.append(build_pod(ms, roles, rev, pid, gang=gang))
+            created_instances.add(pid.role_id)
+        for rid in sorted(created_instances):
+            out.events.append(
+                Event("Normal", "RoleCreating", f"creating role {rid} of ServingGroup {group_name(name, ordinal)}")
+            )
+
+    # 6. revisions, PodGroups, status
+    _revisions(out, ms, observed, update_rev, current_rev, {g.revision for g in groups.values()})
+    if gang:
+        _podgroups(out, ms, observed.podgroups or [], kept, set(groups), roles_for, groups, update_rev)
+    out.status = _status(ms, groups, kept, update_rev, current_rev, roles_for, observed.now)
+    return out
+
+
+def _recover(out: Plan, delete: Any, group: Group, pid: PodId, policy: RecoveryPolicy, why: str, ms: str) -> None:
+    where = group_name(ms, group.ordinal)
+    if policy is RecoveryPolicy.SERVING_GROUP_RECREATE:
+        delete(group.live_pods(), f"recovery: {why}")
+        out.events.append(Event("Warning", "RoleDeleting", f"recreating ServingGroup {where}: {why}"))
+    elif policy is RecoveryPolicy.ROLE_RECREATE:
+        delete([p for p in group.live_pods() if (p.pid.role, p.pid.index) == (pid.role, pid.index)], f"recovery: {why}")
+        out.events.append(
+            Event("Warning", "RoleDeleting", f"recreating role {pid.role_id} of ServingGroup {where}: {why}")
+        )
+    else:
+        pod = group.pods.get(pid)
+        if pod is not None:
+            delete([pod], f"recovery: {why}")
+
+
+def _choose_groups(
+    groups: dict[int, Group], replicas: int, update_rev: str, roles_for: Any
+) -> tuple[set[int], list[Group]]:
+    """(ordinals to keep or create, groups to remove)."""
+    existing = sorted(groups.values(), key=lambda g: _scale_down_order(g, roles_for(g.revision)))
+    victims: list[Group] = []
+    while len(existing) - len(victims) > replicas:
+        victims.append(existing[len(victims)])
+    kept = {g.ordinal for g in existing} - {g.ordinal for g in victims}
+    ordinal = 0
+    while len(kept) < replicas:
+        if ordinal not in groups:
+            kept.add(ordinal)
+        ordinal += 1
+    return kept, victims
+
+
+def _revisions(
+    out: Plan, ms: ModelServing, observed: Observed, update_rev: str, current_rev: str, used: set[str]
+) -> None:
+    have = {((cr.get("metadata") or {}).get("labels") or {}).get(LABEL_REVISION): cr for cr in observed.revisions}
+    numbers = [int(cr.get("revision") or 0) for cr in observed.revisions]
+    if update_rev not in have:
+        out.create_revisions.append(
+            controller_revision(ms, update_rev, ms.spec.template.roles, max(numbers, default=0) + 1)
+        )
+    live = {update_rev, current_rev} | used
+    dead = sorted(
+        (cr for rev, cr in have.items() if rev not in live),
+        key=lambda cr: int(cr.get("revision") or 0),
+    )
+    excess = len(dead) - ms.spec.revision_history_limit
+    for cr in dead[: max(0, excess)]:
+        out.delete_revisions.append(cr["metadata"]["name"])
+
+
+def _podgroups(
+    out: Plan,
+    ms: ModelServing,
+    existing: list[dict[str, Any]],
+    kept: set[int],
+    present: set[int],
+    roles_for: Any,
+    groups: dict[int, Group],
+    update_rev: str,
+) -> None:
+    name = ms.metadata.name
+    by_name = {pg["metadata"]["name"]: pg for pg in existing}
+    gang_policy = ms.spec.template.gang_policy
+    queue = (ms.metadata.annotations or {}).get(ANNOTATION_QUEUE)
+    for ordinal in sorted(kept):
+        roles = roles_for(groups[ordinal].revision if ordinal in groups and groups[ordinal].pods else update_rev)
+        desired = podgroup(ms, ordinal, roles, gang_policy.min_role_replicas if gang_policy else None, queue)
+        current = by_name.get(desired["metadata"]["name"])
+        if current is None or current.get("spec") != desired["spec"]:
+            out.apply_podgroups.append(desired)
+    for pg_name, pg in by_name.items():
+        owned = any(ref.get("uid") == ms.metadata.uid for ref in pg["metadata"].get("ownerReferences") or [])
+        ordinal_text = pg_name.removeprefix(f"{name}-")
+        if owned and ordinal_text.isdigit() and int(ordinal_text) not in kept | present:
+            out.delete_podgroups.append(pg_name)
+
+
+def _sum_requests(pods: list[dict[str, Any]]) -> dict[str, str]:
+    """Summed container requests (integers and millicores only; other quantities kept by name)."""
+    from decimal import Decimal
+
+    suffix = {
+        "m": Decimal("0.001"),
+        "": Decimal(1),
+        "k": Decimal(1000),
+        "Ki": Decimal(1024),
+        "Mi": Decimal(1024**2),
+        "Gi": Decimal(1024**3),
+        "Ti": Decimal(1024**4),
+        "M": Decimal(10**6),
+        "G": Decimal(10**9),
+    }
+    totals: dict[str, Decimal] = {}
+    for pod in pods:
+        for container in pod["spec"].get("containers") or []:
+            for resource, quantity in ((container.get("resources") or {}).get("requests") or {}).items():
+                text = str(quantity)
+                unit = next((u for u in sorted(suffix, key=len, reverse=True) if u and text.endswith(u)), "")
+                try:
+                    value = Decimal(text[: len(text) - len(unit)] if unit else text) * suffix[unit]
+                except ArithmeticError:
+                    continue
+                totals[resource] = totals.get(resource, Decimal(0)) + value
+    return {k: (f"{int(v * 1000)}m" if v != v.to_integral_value() else str(int(v))) for k, v in sorted(totals.items())}
+
+
+def podgroup(
+    ms: ModelServing, ordinal: int, roles: list[Role], min_role_replicas: dict[str, int] | None, queue: str | None
+) -> dict[str, Any]:
+    """The Volcano PodGroup of one ServingGroup (upstream's contract)."""
+    members: list[dict[str, Any]] = []
+    min_member = 0
+    task_members: dict[str, int] = {}
+    for role in roles:
+        needed = (
+            role.replicas
+            if not min_role_replicas or role.name not in min_role_replicas
+            else min(min_role_replicas[role.name], role.replicas)
+        )
+        min_member += (1 + role.worker_replicas) * needed
+        for index in range(needed):
+            task_members[f"{role.name}-{index}"] = 1 + role.worker_replicas
+            for k in range(role.worker_replicas + 1):
+                members.append(build_pod(ms, roles, "", PodId(ordinal, role.name, index, k), gang=True))
+    spec: dict[str, Any] = {
+        "minMember": min_member,
+        "minTaskMember": task_members,
+        "minResources": _sum_requests(members),
+    }
+    if queue:
+        spec["queue"] = queue
+    topology = ms.spec.template.network_topology
+    if topology and topology.group_policy:
+        spec["networkTopology"] = topology.group_policy.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": group_name(ms.metadata.name, ordinal),
+            "namespace": ms.metadata.namespace,
+            "labels": {LABEL_NAME: ms.metadata.name},
+            "ownerReferences": [owner_reference(ms)],
+        },
+        "spec": spec,
+    }
+
+
+def label_selector(ms: ModelServing) -> str:
+    """Selects one Pod per ServingGroup: the entry Pod of the first role instance (spec reading 22)."""
+    first = next((r for r in ms.spec.template.roles if r.replicas > 0), ms.spec.template.roles[0])
+    return f"{LABEL_NAME}={ms.metadata.name},{LABEL_ENTRY}=true,{LABEL_ROLE_ID}={first.name}-0"
+
+
+def _condition(ms: ModelServing, kind: str, ok: bool, reason: str, message: str, now: dt.datetime) -> dict[str, Any]:
+    status = "True" if ok else "False"
+    old = next((c for c in (ms.status.conditions or []) if c.type == kind), None) if ms.status else None
+    since = (
+        old.last_transition_time
+        if old and old.status == status and old.last_transition_time
+        else now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    )
+    return {
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": since,
+        "observedGeneration": ms.metadata.generation,
+    }
+
+
+def _status(
+    ms: ModelServing,
+    groups: dict[int, Group],
+    kept: set[int],
+    update_rev: str,
+    current_rev: str,
+    roles_for: Any,
+    now: dt.datetime,
+) -> dict[str, Any]:
+    present = [g for g in groups.values() if g.pods]
+    available = sum(1 for g in present if g.ordinal in kept and not g.terminating and g.ready(roles_for(g.revision)))
+    updated = sum(1 for g in present if g.revision == update_rev and not g.terminating)
+    current = sum(1 for g in present if g.revision == current_rev and not g.terminating)
+    replicas = len(present)
+    want = ms.spec.replicas
+    all_ready = available >= want and replicas == want
+    updating = updated < want
+    conditions = [
+        _condition(
+            ms,
+            "Available",
+            all_ready,
+            "AllGroupsReady" if all_ready else "GroupsNotReady",
+            f"{available}/{want} ServingGroups ready",
+            now,
+        ),
+        _condition(
+            ms,
+            "Progressing",
+            not all_ready,
+            "GroupProgressing" if not all_ready else "GroupsReady",
+            f"{replicas} ServingGroups exist, {available} ready, {want} wanted",
+            now,
+        ),
+        _condition(
+            ms,
+            "UpdateInProgress",
+            updating,
+            "GroupsUpdating" if updating else "GroupsUpdated",
+            f"{updated}/{want} ServingGroups at revision {update_rev}",
+            now,
+        ),
+    ]
+    return {
+        "observedGeneration": ms.metadata.generation,
+        "replicas": replicas,
+        "currentReplicas": current,
+        "updatedReplicas": updated,
+        "availableReplicas": available,
+        "currentRevision": current_rev if updated < want else update_rev,
+        "updateRevision": update_rev,
+        "labelSelector": label_selector(ms),
+        "conditions": conditions,
+    }
