@@ -75,7 +75,8 @@ def cluster_name() -> str:
     return f"pytest-{os.environ[RUN_ENV]}"
 
 
-def _shared_dir(factory: pytest.TempPathFactory) -> Path:
+def shared_dir(factory: pytest.TempPathFactory) -> Path:
+    """A directory every xdist worker of this run shares (for locks around once-only setup)."""
     base = factory.getbasetemp()
     # Under xdist each worker's basetemp is <root>/popen-gwN: share the root.
     return base.parent if base.name.startswith("popen-gw") else base
@@ -89,7 +90,7 @@ def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         name, kubeconfig=request.config.getoption("--kubeconfig"), context=request.config.getoption("--kube-context")
     )
     spec = TEST_SPEC.model_copy(update={"name": cluster_name()})
-    lock = FileLock(str(_shared_dir(tmp_path_factory) / f"{spec.name}.lock"))
+    lock = FileLock(str(shared_dir(tmp_path_factory) / f"{spec.name}.lock"))
     with lock:
         status = provider.status(spec.name)
         if status and status.get("phase") == "ready" and status.get("live", True):

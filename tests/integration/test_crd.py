@@ -13,9 +13,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from filelock import FileLock
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from conformance.cluster.testing import shared_dir
 from conformance.framework.waits import wait_for
 from kthena_ref.api.crd import crd
 from kthena_ref.api.types import GROUP, PLURAL, VERSION
@@ -24,19 +26,20 @@ pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture(scope="session")
-def modelserving_crd(api_client: Any) -> dict[str, Any]:
-    """The generated CRD, installed (or replaced) once per run and Established."""
+def modelserving_crd(api_client: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The generated CRD, installed once per run (one xdist worker at a time) and Established."""
     ext = client.ApiextensionsV1Api(api_client)
     body = crd()
     name = body["metadata"]["name"]
-    try:
-        ext.create_custom_resource_definition(body)
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
-        current = ext.read_custom_resource_definition(name)
-        body["metadata"]["resourceVersion"] = current.metadata.resource_version
-        ext.replace_custom_resource_definition(name, body)
+    with FileLock(str(shared_dir(tmp_path_factory) / "modelserving-crd.lock")):
+        try:
+            ext.create_custom_resource_definition(body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            current = ext.read_custom_resource_definition(name)  # an older run's or cluster's CRD
+            body["metadata"]["resourceVersion"] = current.metadata.resource_version
+            ext.replace_custom_resource_definition(name, body)
 
     def established() -> bool:
         got = ext.read_custom_resource_definition(name)
