@@ -37,9 +37,13 @@ def modelserving_crd(api_client: Any, tmp_path_factory: pytest.TempPathFactory) 
         except ApiException as exc:
             if exc.status != 409:
                 raise
-            current = ext.read_custom_resource_definition(name)  # an older run's or cluster's CRD
-            body["metadata"]["resourceVersion"] = current.metadata.resource_version
-            ext.replace_custom_resource_definition(name, body)
+
+            def replace() -> object:  # an older run's or cluster's CRD; its status moves under us
+                current = ext.read_custom_resource_definition(name)
+                body["metadata"]["resourceVersion"] = current.metadata.resource_version
+                return ext.replace_custom_resource_definition(name, body)
+
+            wait_for(f"CRD {name} replaced", replace)
 
     def established() -> bool:
         got = ext.read_custom_resource_definition(name)
