@@ -7,6 +7,7 @@ object the controller would create for a ModelServing from scratch.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import ssl
 import sys
@@ -82,9 +83,7 @@ def load_modelserving(path: Path) -> Any:
     try:
         return ModelServing.model_validate(data)
     except ValidationError as exc:
-        problems = "\n".join(
-            f"  {'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
+        problems = "\n".join(f"  {'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
         _fail(f"{path} is not a valid ModelServing:\n{problems}", "fix the fields named above")
 
 
@@ -99,6 +98,34 @@ def render_command(path: Path, gang: bool) -> None:
     result = plan(Observed(ms=ms, pods=[], podgroups=[] if gang else None))
     docs = [*result.create_revisions, *result.apply_podgroups, *result.create_pods]
     click.echo(yaml.safe_dump_all(docs, sort_keys=False), nl=False)
+
+
+@main.command("run")
+@click.option(
+    "--kubeconfig", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="default: in-cluster config"
+)
+@click.option("--namespace", default=None, help="watch one namespace only (default: all)")
+@click.option("--workers", type=click.IntRange(1, 64), default=4, show_default=True)
+@click.option("--leader-elect/--no-leader-elect", default=False, show_default=True, help="hold a Lease before acting")
+@click.option("--lease-namespace", default="kube-system", show_default=True)
+@click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING"]), default="INFO", show_default=True)
+def run_command(
+    kubeconfig: Path | None,
+    namespace: str | None,
+    workers: int,
+    leader_elect: bool,
+    lease_namespace: str,
+    log_level: str,
+) -> None:
+    """Run the controller until SIGTERM or SIGINT."""
+    import asyncio
+    import logging
+
+    from .runtime.main import run_controller
+
+    logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run_controller(kubeconfig, namespace, workers, leader_elect, lease_namespace))
 
 
 if __name__ == "__main__":
