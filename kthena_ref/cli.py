@@ -100,6 +100,25 @@ def render_command(path: Path, gang: bool) -> None:
     click.echo(yaml.safe_dump_all(docs, sort_keys=False), nl=False)
 
 
+MANIFESTS = ("crd", "rbac", "podgroup-crd")
+
+
+@main.command("manifests")
+@click.argument("which", type=click.Choice(MANIFESTS), nargs=-1)
+def manifests_command(which: tuple[str, ...]) -> None:
+    """Print deployment manifests as YAML: the CRD, the controller's ClusterRole, a minimal PodGroup CRD."""
+    from .api.crd import crd
+
+    docs: list[Any] = []
+    deploy = Path(__file__).with_name("deploy")
+    for name in which or MANIFESTS:
+        if name == "crd":
+            docs.append(crd())
+        else:
+            docs.extend(d for d in yaml.safe_load_all((deploy / f"{name}.yaml").read_text()) if d)
+    click.echo(yaml.safe_dump_all(docs, sort_keys=False), nl=False)
+
+
 @main.command("run")
 @click.option(
     "--kubeconfig", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="default: in-cluster config"
@@ -109,6 +128,7 @@ def render_command(path: Path, gang: bool) -> None:
 @click.option("--leader-elect/--no-leader-elect", default=False, show_default=True, help="hold a Lease before acting")
 @click.option("--lease-namespace", default="kube-system", show_default=True)
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING"]), default="INFO", show_default=True)
+@click.option("--owner-pid", type=int, default=None, hidden=True, help="stop when this process exits (test harness)")
 def run_command(
     kubeconfig: Path | None,
     namespace: str | None,
@@ -116,6 +136,7 @@ def run_command(
     leader_elect: bool,
     lease_namespace: str,
     log_level: str,
+    owner_pid: int | None,
 ) -> None:
     """Run the controller until SIGTERM or SIGINT."""
     import asyncio
@@ -125,7 +146,7 @@ def run_command(
 
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run_controller(kubeconfig, namespace, workers, leader_elect, lease_namespace))
+        asyncio.run(run_controller(kubeconfig, namespace, workers, leader_elect, lease_namespace, owner_pid))
 
 
 if __name__ == "__main__":

@@ -30,12 +30,22 @@ async def _api(kubeconfig: Path | None) -> client.ApiClient:
 
 
 async def run_controller(
-    kubeconfig: Path | None, namespace: str | None, workers: int, leader_elect: bool, lease_namespace: str
+    kubeconfig: Path | None,
+    namespace: str | None,
+    workers: int,
+    leader_elect: bool,
+    lease_namespace: str,
+    owner_pid: int | None = None,
 ) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    if owner_pid is not None:  # a test run that started us: stop when it is gone
+        try:
+            loop.add_reader(os.pidfd_open(owner_pid), stop.set)
+        except ProcessLookupError:
+            return
     api = await _api(kubeconfig)
     try:
         controller = Controller(api, ControllerConfig(workers=workers, namespace=namespace))

@@ -1,0 +1,192 @@
+"""Start the reference controller against a cluster, as a process, with least privilege.
+
+The suite judges implementations through the cluster only; this module is how the harness puts
+the reference implementation there. It installs what ``kthena-ref manifests`` prints (the CRD, the
+controller's ClusterRole, optionally a minimal PodGroup CRD), creates a ServiceAccount bound to
+that ClusterRole alone, writes a kubeconfig holding a token for it, and runs ``kthena-ref run``
+with it: the controller never runs as cluster admin.
+
+It talks to ``kthena-ref`` only through its command line, never its Python internals.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..cluster.errors import HarnessError
+from ..cluster.kube import api_client
+from ..cluster.provider import ClusterInfo
+from ..framework.waits import wait_for
+
+NAMESPACE = "kthena-system"
+SERVICE_ACCOUNT = "kthena-ref-controller"
+
+
+def _manifests(*which: str) -> list[dict[str, Any]]:
+    out = subprocess.run(
+        [sys.executable, "-m", "kthena_ref.cli", "manifests", *which],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    if out.returncode != 0:
+        raise HarnessError(f"`kthena-ref manifests` failed: {out.stderr.strip()[-500:]}", "check the installation")
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+def apply(api: Any, doc: dict[str, Any]) -> None:
+    """Create ``doc`` or replace it (server-side semantics are not needed for these few objects)."""
+    from kubernetes import dynamic
+    from kubernetes.client.exceptions import ApiException
+
+    dyn = dynamic.DynamicClient(api)  # type: ignore[no-untyped-call]
+    resource = dyn.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
+    namespace = doc["metadata"].get("namespace")
+    try:
+        resource.create(body=doc, namespace=namespace)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+
+        def replace() -> object:
+            current = resource.get(name=doc["metadata"]["name"], namespace=namespace)
+            doc["metadata"]["resourceVersion"] = current.metadata.resourceVersion
+            return resource.replace(body=doc, namespace=namespace)
+
+        wait_for(f"{doc['kind']} {doc['metadata']['name']} replaced", replace, timeout=30)
+
+
+def install(info: ClusterInfo, *, podgroup_crd: bool = True) -> None:
+    """The CRDs and the ClusterRole, Established and ready to use."""
+    from kubernetes import client
+
+    api = api_client(info.kubeconfig, info.context)
+    docs = _manifests("crd", "rbac", *(["podgroup-crd"] if podgroup_crd else []))
+    for doc in docs:
+        apply(api, doc)
+    ext: Any = client.ApiextensionsV1Api(api)
+
+    def established(name: str) -> bool:
+        status = ext.read_custom_resource_definition(name).status
+        return any(c.type == "Established" and c.status == "True" for c in (status.conditions or []))
+
+    for doc in docs:
+        if doc["kind"] == "CustomResourceDefinition":
+            crd_name = doc["metadata"]["name"]
+            wait_for(f"CRD {crd_name} Established", functools.partial(established, crd_name))
+
+
+def token_kubeconfig(info: ClusterInfo, directory: Path) -> Path:
+    """A kubeconfig for the controller's ServiceAccount (bound to its ClusterRole only)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    api = api_client(info.kubeconfig, info.context)
+    core: Any = client.CoreV1Api(api)
+    rbac: Any = client.RbacAuthorizationV1Api(api)
+    steps: tuple[Callable[[], object], ...] = (
+        lambda: core.create_namespace({"metadata": {"name": NAMESPACE}}),
+        lambda: wait_for("ServiceAccount default", lambda: core.read_namespaced_service_account("default", NAMESPACE)),
+        lambda: core.create_namespaced_service_account(NAMESPACE, {"metadata": {"name": SERVICE_ACCOUNT}}),
+        lambda: rbac.create_cluster_role_binding(
+            {
+                "metadata": {"name": SERVICE_ACCOUNT},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": "kthena-ref-controller",
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}],
+            }
+        ),
+    )
+    for create in steps:
+        try:
+            create()
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+    token = core.create_namespaced_service_account_token(
+        SERVICE_ACCOUNT, NAMESPACE, {"spec": {"audiences": [], "expirationSeconds": 24 * 3600}}
+    ).status.token
+    admin = yaml.safe_load(info.kubeconfig.read_text())
+    cluster = admin["clusters"][0]["cluster"]
+    path = directory / "kthena-ref.kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": cluster}],
+                "users": [{"name": SERVICE_ACCOUNT, "user": {"token": token}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": SERVICE_ACCOUNT}}],
+                "current-context": "c",
+            }
+        )
+    )
+    path.chmod(0o600)
+    return path
+
+
+@dataclass
+class RunningController:
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+def start(
+    kubeconfig: Path, log: Path, *, owner_pid: int | None = None, extra: tuple[str, ...] = ()
+) -> RunningController:
+    """``kthena-ref run`` in its own session, logging to ``log``; stops with ``owner_pid`` if given."""
+    argv = [sys.executable, "-m", "kthena_ref.cli", "run", "--kubeconfig", str(kubeconfig), *extra]
+    if owner_pid is not None:
+        argv += ["--owner-pid", str(owner_pid)]
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise HarnessError(f"the reference controller exited with code {proc.returncode} at start", f"see {log}")
+        if b"caches synced" in log.read_bytes():
+            return RunningController(proc, log)
+        time.sleep(0.05)
+    proc.kill()
+    raise HarnessError("the reference controller did not sync its caches within 30s", f"see {log}")

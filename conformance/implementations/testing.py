@@ -1,0 +1,48 @@
+"""pytest fixture: the reference controller running against the test cluster, once per run.
+
+The first test that needs it installs the manifests and starts ``kthena-ref run`` with a
+least-privilege token (under a file lock shared by xdist workers); the process watches the test
+run's controller process and stops when the run ends, however it ends.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from filelock import FileLock
+
+from ..cluster.provider import ClusterInfo
+from ..cluster.testing import OWNER_ENV, shared_dir
+from . import reference
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="session")
+def reference_controller(cluster: ClusterInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """``{"pid": ..., "log": ...}`` of the running reference controller."""
+    shared = shared_dir(tmp_path_factory)
+    record = shared / "reference-controller.json"
+    with FileLock(str(shared / "reference-controller.lock")):
+        if record.exists():
+            known = json.loads(record.read_text())
+            if _alive(known["pid"]):
+                yield known
+                return
+        reference.install(cluster)
+        kubeconfig = reference.token_kubeconfig(cluster, shared)
+        owner = int(os.environ.get(OWNER_ENV, os.getpid()))
+        running = reference.start(kubeconfig, shared / "kthena-ref.log", owner_pid=owner)
+        known = {"pid": running.pid, "log": str(running.log)}
+        record.write_text(json.dumps(known))
+    yield known
