@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 
-PERCENT = re.compile(r"^(0|[1-9][0-9]*)%$")
+PERCENT = re.compile(r"^(0|[1-9][0-9]*)%$", re.ASCII)
 
 
 class IntOrStringError(ValueError):
@@ -26,9 +26,7 @@ def resolve(value: int | str | None, total: int, *, round_up: bool, field: str, 
         if value < 0:
             raise IntOrStringError(f"{field}: {value} must not be negative")
         return value
-    if value.isdigit():  # "3" is a string holding an integer: accepted as upstream's intstr does
-        return int(value)
-    match = PERCENT.match(value)
+    match = PERCENT.match(value)  # ASCII digits only; a bare "3" string is rejected, as upstream's intstr does
     if not match:
         raise IntOrStringError(f"{field}: {value!r} must be an integer or a percentage such as '25%'")
     scaled = int(match.group(1)) * total / 100

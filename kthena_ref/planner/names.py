@@ -23,6 +23,7 @@ ANNOTATION_PODGROUP = "scheduling.k8s.io/group-name"
 ANNOTATION_TASK_SPEC = "volcano.sh/task-spec"
 ANNOTATION_QUEUE = "scheduling.volcano.sh/queue-name"
 
+CANONICAL_INT = re.compile(r"^(0|[1-9][0-9]*)$", re.ASCII)
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_LABEL_MAX = 63
 
@@ -73,12 +74,10 @@ def parse_pod_labels(labels: dict[str, str], ms: str, pod: str) -> PodId | None:
     prefix = f"{ms}-"
     if not group.startswith(prefix) or not rid.startswith(f"{role}-"):
         return None
-    try:
-        ordinal = int(group[len(prefix) :])
-        index = int(rid[len(role) + 1 :])
-        k = int(pod.rsplit("-", 1)[1])
-    except (ValueError, IndexError):
-        return None
+    parts = (group[len(prefix) :], rid[len(role) + 1 :], pod.rsplit("-", 1)[-1])
+    if not all(CANONICAL_INT.match(p) for p in parts):
+        return None  # "00", "+0", "1_0" parse as integers but are not the names we write
+    ordinal, index, k = (int(p) for p in parts)
     if pod != pod_name(ms, ordinal, role, index, k) or ordinal < 0 or index < 0 or k < 0:
         return None
     return PodId(ordinal, role, index, k)

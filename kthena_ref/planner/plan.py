@@ -25,10 +25,11 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from ..api.types import ModelServing, RecoveryPolicy, Role, RolloutStrategyType
-from . import intstr
+from . import intstr, quantity
 from .names import (
     ANNOTATION_DELETION_COST,
     ANNOTATION_QUEUE,
@@ -104,7 +105,11 @@ def observe_pod(pod: dict[str, Any], ms: str) -> ObservedPod | None:
         ready=ready,
         deleting=bool(meta.get("deletionTimestamp")),
         restart_count=restarts,
-        not_ready_since=None if ready else _time(ready_condition.get("lastTransitionTime")),
+        not_ready_since=None
+        if ready
+        else _time(ready_condition.get("lastTransitionTime"))
+        or _time(status.get("startTime"))
+        or _time(meta.get("creationTimestamp")),
         deletion_cost=cost,
     )
 
@@ -191,7 +196,13 @@ def _roles_by_revision(ms: ModelServing, revisions: list[dict[str, Any]]) -> dic
             except ValueError:
                 continue  # a damaged revision cannot rebuild anything; the update revision still can
     known[revision_of(ms.spec.template.roles)] = ms.spec.template.roles
-    return known
+    # Role replicas only scale, they are not part of a revision: every revision takes them from
+    # the current spec, so scaling a Role reaches groups still running an older template too.
+    replicas = {r.name: r.replicas for r in ms.spec.template.roles}
+    return {
+        rev: [r.model_copy(update={"replicas": replicas[r.name]}) if r.name in replicas else r for r in roles]
+        for rev, roles in known.items()
+    }
 
 
 def _scale_down_order(group: Group, roles: list[Role]) -> tuple[int, int, int]:
@@ -218,11 +229,22 @@ def plan(observed: Observed) -> Plan:
         pod = observe_pod(raw, name)
         if pod is not None:
             groups.setdefault(pod.pid.ordinal, Group(pod.pid.ordinal)).pods[pod.pid] = pod
-    previous_current = (ms.status.current_revision if ms.status else None) or update_rev
-    revisions_in_use = {g.revision for g in groups.values()}
-    current_rev = update_rev if revisions_in_use <= {update_rev} else previous_current
-    if current_rev not in revisions_in_use and revisions_in_use - {update_rev}:
-        current_rev = Counter(g.revision for g in groups.values() if g.revision != update_rev).most_common(1)[0][0]
+    strategy = spec.rollout_strategy
+    rolling = strategy.rolling_update_configuration if strategy else None
+    part = intstr.partition(
+        rolling.partition if rolling else None, spec.replicas, "rolloutStrategy.rollingUpdateConfiguration.partition"
+    )
+    kept, victims = _choose_groups(groups, spec.replicas, roles_for)
+    # Partition protects the first N kept replicas in ascending ordinal order (not ordinals < N).
+    protected = set(sorted(kept)[:part])
+    current_rev = _current_revision(ms, groups, update_rev, roles_at, protected)
+
+    def target_revision(ordinal: int) -> str:
+        """The revision a group's missing Pods are built at (and labelled with)."""
+        group = groups.get(ordinal)
+        if group is not None and group.pods:
+            return group.revision if group.revision in roles_at else update_rev
+        return current_rev if ordinal in protected else update_rev
 
     deleting: set[str] = set()
 
@@ -240,7 +262,7 @@ def plan(observed: Observed) -> Plan:
         for pod in list(group.pods.values()):
             if not pod.in_error:
                 continue
-            since = pod.not_ready_since or observed.now
+            since = pod.not_ready_since or observed.now  # observe_pod falls back to start/creation
             wait = (since + grace - observed.now).total_seconds()
             if wait > 0:
                 out.requeue(wait)
@@ -258,21 +280,26 @@ def plan(observed: Observed) -> Plan:
             if scope:  # survivors to rebuild; an emptied instance is simply created again below
                 _recover(out, delete, group, pid, policy, f"pod {lost_name} was deleted", name)
 
-    # 3. scale
-    kept, victims = _choose_groups(groups, spec.replicas, update_rev, roles_for)
+    # 3. scale: whole groups, then Role instances above a Role's replicas
     for group in victims:
         delete(group.live_pods(), "scale-down")
         if group.live_pods():
             out.events.append(
                 Event("Normal", "RoleDeleting", f"deleting ServingGroup {group_name(name, group.ordinal)} (scale down)")
             )
+    for ordinal in sorted(kept):
+        if ordinal not in groups:
+            continue
+        kept_group = groups[ordinal]
+        wanted = set(expected_pods(roles_for(kept_group.revision), ordinal))
+        surplus = [p for p in kept_group.live_pods() if p.pid not in wanted]
+        delete(surplus, "role scale-down")
+        for rid in sorted({p.pid.role_id for p in surplus}):
+            out.events.append(
+                Event("Normal", "RoleDeleting", f"deleting role {rid} of ServingGroup {group_name(name, ordinal)}")
+            )
 
     # 4. rollout (ServingGroupRollingUpdate with the Recreate method)
-    strategy = spec.rollout_strategy
-    rolling = strategy.rolling_update_configuration if strategy else None
-    part = intstr.partition(
-        rolling.partition if rolling else None, spec.replicas, "rolloutStrategy.rollingUpdateConfiguration.partition"
-    )
     if strategy is None or strategy.type is RolloutStrategyType.SERVING_GROUP_ROLLING_UPDATE:
         budget, _surge = intstr.update_budget(
             rolling.max_unavailable if rolling else 1,
@@ -293,7 +320,7 @@ def plan(observed: Observed) -> Plan:
             (
                 groups[o]
                 for o in kept
-                if o in groups and o >= part and groups[o].revision != update_rev and not groups[o].terminating
+                if o in groups and o not in protected and groups[o].revision != update_rev and not groups[o].terminating
             ),
             key=lambda g: (g.ready(roles_for(g.revision)), -g.ordinal),
         )
@@ -316,10 +343,7 @@ def plan(observed: Observed) -> Plan:
     for ordinal in sorted(kept):
         existing = groups.get(ordinal)
         present: dict[PodId, ObservedPod] = existing.pods if existing else {}
-        if present:
-            rev = existing.revision if existing else update_rev
-        else:  # a new (or emptied) group: above the partition it starts at the update revision
-            rev = update_rev if ordinal >= part else current_rev
+        rev = target_revision(ordinal)
         roles = roles_for(rev)
         busy_instances = {(p.pid.role, p.pid.index) for p in present.values() if p.deleting or p.name in deleting}
         group_busy = bool(present) and all(p.deleting or p.name in deleting for p in present.values())
@@ -339,7 +363,7 @@ def plan(observed: Observed) -> Plan:
     # 6. revisions, PodGroups, status
     _revisions(out, ms, observed, update_rev, current_rev, {g.revision for g in groups.values()})
     if gang:
-        _podgroups(out, ms, observed.podgroups or [], kept, set(groups), roles_for, groups, update_rev)
+        _podgroups(out, ms, observed.podgroups or [], kept, set(groups), roles_for, target_revision)
     out.status = _status(ms, groups, kept, update_rev, current_rev, roles_for, observed.now)
     return out
 
@@ -348,11 +372,11 @@ def _recover(out: Plan, delete: Any, group: Group, pid: PodId, policy: RecoveryP
     where = group_name(ms, group.ordinal)
     if policy is RecoveryPolicy.SERVING_GROUP_RECREATE:
         delete(group.live_pods(), f"recovery: {why}")
-        out.events.append(Event("Warning", "RoleDeleting", f"recreating ServingGroup {where}: {why}"))
+        out.events.append(Event("Normal", "RoleDeleting", f"recreating ServingGroup {where}: {why}"))
     elif policy is RecoveryPolicy.ROLE_RECREATE:
         delete([p for p in group.live_pods() if (p.pid.role, p.pid.index) == (pid.role, pid.index)], f"recovery: {why}")
         out.events.append(
-            Event("Warning", "RoleDeleting", f"recreating role {pid.role_id} of ServingGroup {where}: {why}")
+            Event("Normal", "RoleDeleting", f"recreating role {pid.role_id} of ServingGroup {where}: {why}")
         )
     else:
         pod = group.pods.get(pid)
@@ -360,9 +384,25 @@ def _recover(out: Plan, delete: Any, group: Group, pid: PodId, policy: RecoveryP
             delete([pod], f"recovery: {why}")
 
 
-def _choose_groups(
-    groups: dict[int, Group], replicas: int, update_rev: str, roles_for: Any
-) -> tuple[set[int], list[Group]]:
+def _current_revision(
+    ms: ModelServing, groups: dict[int, Group], update_rev: str, known: dict[str, list[Role]], protected: set[int]
+) -> str:
+    """The revision of the groups not (yet) updated.
+
+    It stays what status recorded while an older revision is still running or still protected by
+    the partition (so a protected group rebuilt by recovery comes back at it), and becomes the
+    update revision once no group runs anything else.
+    """
+    previous = ms.status.current_revision if ms.status else None
+    older = Counter(g.revision for g in groups.values() if g.pods and g.revision != update_rev)
+    if previous and previous != update_rev and previous in known and (older or protected):
+        return previous
+    if older:
+        return older.most_common(1)[0][0]
+    return update_rev
+
+
+def _choose_groups(groups: dict[int, Group], replicas: int, roles_for: Any) -> tuple[set[int], list[Group]]:
     """(ordinals to keep or create, groups to remove)."""
     existing = sorted(groups.values(), key=lambda g: _scale_down_order(g, roles_for(g.revision)))
     victims: list[Group] = []
@@ -403,15 +443,14 @@ def _podgroups(
     kept: set[int],
     present: set[int],
     roles_for: Any,
-    groups: dict[int, Group],
-    update_rev: str,
+    target_revision: Any,
 ) -> None:
     name = ms.metadata.name
     by_name = {pg["metadata"]["name"]: pg for pg in existing}
     gang_policy = ms.spec.template.gang_policy
     queue = (ms.metadata.annotations or {}).get(ANNOTATION_QUEUE)
     for ordinal in sorted(kept):
-        roles = roles_for(groups[ordinal].revision if ordinal in groups and groups[ordinal].pods else update_rev)
+        roles = roles_for(target_revision(ordinal))  # the roles the group's Pods are (or will be) built from
         desired = podgroup(ms, ordinal, roles, gang_policy.min_role_replicas if gang_policy else None, queue)
         current = by_name.get(desired["metadata"]["name"])
         if current is None or current.get("spec") != desired["spec"]:
@@ -424,32 +463,17 @@ def _podgroups(
 
 
 def _sum_requests(pods: list[dict[str, Any]]) -> dict[str, str]:
-    """Summed container requests (integers and millicores only; other quantities kept by name)."""
-    from decimal import Decimal
-
-    suffix = {
-        "m": Decimal("0.001"),
-        "": Decimal(1),
-        "k": Decimal(1000),
-        "Ki": Decimal(1024),
-        "Mi": Decimal(1024**2),
-        "Gi": Decimal(1024**3),
-        "Ti": Decimal(1024**4),
-        "M": Decimal(10**6),
-        "G": Decimal(10**9),
-    }
+    """Summed container requests of ``pods``, per resource (unparsable quantities are skipped:
+    the API server has already validated every request the Pods will carry)."""
     totals: dict[str, Decimal] = {}
     for pod in pods:
         for container in pod["spec"].get("containers") or []:
-            for resource, quantity in ((container.get("resources") or {}).get("requests") or {}).items():
-                text = str(quantity)
-                unit = next((u for u in sorted(suffix, key=len, reverse=True) if u and text.endswith(u)), "")
+            for resource, value in ((container.get("resources") or {}).get("requests") or {}).items():
                 try:
-                    value = Decimal(text[: len(text) - len(unit)] if unit else text) * suffix[unit]
-                except ArithmeticError:
+                    totals[resource] = totals.get(resource, Decimal(0)) + quantity.parse(value)
+                except quantity.QuantityError:
                     continue
-                totals[resource] = totals.get(resource, Decimal(0)) + value
-    return {k: (f"{int(v * 1000)}m" if v != v.to_integral_value() else str(int(v))) for k, v in sorted(totals.items())}
+    return {k: quantity.format_quantity(v) for k, v in sorted(totals.items())}
 
 
 def podgroup(
@@ -529,7 +553,8 @@ def _status(
     present = [g for g in groups.values() if g.pods]
     available = sum(1 for g in present if g.ordinal in kept and not g.terminating and g.ready(roles_for(g.revision)))
     updated = sum(1 for g in present if g.revision == update_rev and not g.terminating)
-    current = sum(1 for g in present if g.revision == current_rev and not g.terminating)
+    reported_current = current_rev if updated < ms.spec.replicas else update_rev
+    current = sum(1 for g in present if g.revision == reported_current and not g.terminating)
     replicas = len(present)
     want = ms.spec.replicas
     all_ready = available >= want and replicas == want
@@ -566,7 +591,7 @@ def _status(
         "currentReplicas": current,
         "updatedReplicas": updated,
         "availableReplicas": available,
-        "currentRevision": current_rev if updated < want else update_rev,
+        "currentRevision": reported_current,
         "updateRevision": update_rev,
         "labelSelector": label_selector(ms),
         "conditions": conditions,

@@ -101,11 +101,6 @@ def test_parse_pod_labels_rejects(labels: dict[str, str], pod: str) -> None:
     assert parse_pod_labels(labels, "ms", pod) is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: labels are parsed with int(), so non-canonical label values (leading zeros, '+', '_') that "
-    "differ from the Pod's own name are accepted; a Pod whose labels do not match its name must not be adopted",
-)
 @pytest.mark.parametrize(
     ("labels", "pod"),
     [

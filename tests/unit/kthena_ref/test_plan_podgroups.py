@@ -158,11 +158,6 @@ def test_min_resources_quantities(requests: list[str], want: Decimal) -> None:
     assert quantity(pg["spec"]["minResources"]["example.com/thing"]) == want
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: _sum_requests knows only m/k/M/G/Ki/Mi/Gi/Ti; valid quantities such as '1T', '1Pi' or '2E' "
-    "raise inside and are silently dropped from minResources",
-)
 @pytest.mark.parametrize("value", ["1T", "1Pi", "2E", "1P"])
 def test_min_resources_keeps_every_valid_quantity(value: str) -> None:
     ms = MS("llm").replicas(1).role("r", 1, 0, requests={"ephemeral-storage": value}).build()
@@ -226,12 +221,6 @@ def test_podgroup_network_topology_from_the_group_policy() -> None:
     assert pg["spec"]["networkTopology"] == {"mode": "hard", "highestTierAllowed": 2}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the PodGroup of a group that does not exist yet is computed from the update revision's roles even "
-    "when the group is created at the current revision (below the partition); minMember then counts Pods the "
-    "group will never have and Volcano never schedules it",
-)
 def test_podgroup_of_a_group_created_at_the_current_revision_matches_its_pods() -> None:
     def at(workers: int) -> ModelServing:
         return MS("llm").replicas(3).role("r", 1, workers).rollout(partition=2).build()

@@ -123,11 +123,6 @@ def test_restart_grace_requeues_for_the_earliest_pod() -> None:
     assert p.requeue_after == pytest.approx(10.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: an error Pod without a Ready condition takes 'now' as its not-ready time on every reconcile, "
-    "so with restartGracePeriodSeconds > 0 it is never rebuilt (the grace never elapses)",
-)
 def test_restart_grace_elapses_for_a_failed_pod_without_ready_condition() -> None:
     w = _world("None", grace=30)
     pod = failed(w.pods[VICTIM], conditions=False)  # e.g. rejected by the kubelet at admission

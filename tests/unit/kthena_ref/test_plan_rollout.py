@@ -226,12 +226,6 @@ def test_missing_pod_of_an_old_group_is_rebuilt_from_its_controller_revision() -
     assert pod["spec"]["containers"][0]["image"] == "img:v1-worker"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: once no live group runs the old revision (the only partition-protected group was rebuilt by "
-    "recovery), current_rev falls back to the update revision and the protected group is recreated at the NEW "
-    "revision, ignoring status.currentRevision and the partition",
-)
 def test_partition_protected_group_rebuilt_by_recovery_keeps_the_current_revision() -> None:
     w = world(_ms(replicas=2, partition=1))
     assert w.ms.status is not None
@@ -246,11 +240,6 @@ def test_partition_protected_group_rebuilt_by_recovery_keeps_the_current_revisio
     assert {revision(pod) for pod in p.create_pods} == {old}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: partition is applied to ordinals (o >= partition), not to 'the first N existing replicas in "
-    "ascending ordinal order'; with groups {1, 2} and partition 1, group 1 must stay protected",
-)
 def test_partition_protects_the_first_existing_groups_when_ordinals_are_not_contiguous() -> None:
     w = world(_ms(replicas=3, max_unavailable=2, partition=1))
     w.pods["ms-0-r-0-0"] = pending(w.pods["ms-0-r-0-0"])
@@ -261,11 +250,6 @@ def test_partition_protects_the_first_existing_groups_when_ordinals_are_not_cont
     assert _deleted_ordinals(deleted(w.plan())) == {2}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: groups still at an old revision take their Role replicas from the old ControllerRevision, so "
-    "scaling a Role (no new revision, spec reading 26) never reaches partition-protected groups",
-)
 def test_role_replicas_scale_reaches_partition_protected_groups() -> None:
     w = world(_ms(replicas=2, workers=0, partition=1))
     assert w.ms.status is not None
@@ -281,8 +265,8 @@ def test_role_replicas_scale_reaches_partition_protected_groups() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="BUG (missing feature): rolloutStrategy.type RoleRollingUpdate is not implemented by plan(); "
-    "outdated Pods are never replaced, so the rollout never finishes",
+    reason="not built yet: RoleRollingUpdate belongs to the rollouts issue (issue 6); plan() only rolls "
+    "whole ServingGroups today",
 )
 def test_role_rolling_update_converges_to_the_update_revision() -> None:
     w = world(_ms(replicas=2, type="RoleRollingUpdate"))
@@ -361,11 +345,6 @@ def test_damaged_controller_revision_is_ignored() -> None:
     assert p.delete_pods == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a missing Pod of a group whose revision has no (valid) ControllerRevision is built from the "
-    "update revision's template but labelled with the old revision, so its revision label lies",
-)
 def test_pod_rebuilt_without_its_controller_revision_is_labelled_with_the_template_it_was_built_from() -> None:
     ms = MS("ms").replicas(2).role("r", 1, 1, image="img:v2").rollout(partition=2).build()
     old = revision(_cr("img:v1", 1))

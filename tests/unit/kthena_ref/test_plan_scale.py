@@ -252,11 +252,6 @@ def test_role_replicas_increase_creates_instances_without_new_revision(
     assert p.status["updateRevision"] == old_revision
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: lowering a Role's replicas never deletes the surplus role instances "
-    "(nothing in plan() deletes Pods whose index is >= role.replicas); spec reading 26 says it scales",
-)
 @pytest.mark.parametrize(
     ("before", "after", "removed"),
     [

@@ -126,11 +126,6 @@ def test_updated_and_current_replicas(old_groups: set[int], new_groups: set[int]
         assert (status["currentRevision"], status["currentReplicas"]) == (status["updateRevision"], 3)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: when updatedReplicas reaches spec.replicas while an old group still exists (e.g. being scaled "
-    "away), status.currentRevision switches to the update revision but currentReplicas still counts the old one",
-)
 def test_current_replicas_counts_groups_at_the_reported_current_revision() -> None:
     old_ms = MS("ms").replicas(3).role("r", 1, 0, image="v1").build()
     new_ms = edit_spec(old_ms, set_image("v2"))
