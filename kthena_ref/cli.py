@@ -129,6 +129,10 @@ def manifests_command(which: tuple[str, ...]) -> None:
 @click.option("--lease-namespace", default="kube-system", show_default=True)
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING"]), default="INFO", show_default=True)
 @click.option("--owner-pid", type=int, default=None, hidden=True, help="stop when this process exits (test harness)")
+@click.option("--webhook-port", type=click.IntRange(1, 65535), default=None, help="serve the validating webhook here")
+@click.option("--webhook-host", default="0.0.0.0", show_default=True)
+@click.option("--webhook-cert", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None)
+@click.option("--webhook-key", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None)
 def run_command(
     kubeconfig: Path | None,
     namespace: str | None,
@@ -137,8 +141,14 @@ def run_command(
     lease_namespace: str,
     log_level: str,
     owner_pid: int | None,
+    webhook_port: int | None,
+    webhook_host: str,
+    webhook_cert: Path | None,
+    webhook_key: Path | None,
 ) -> None:
-    """Run the controller until SIGTERM or SIGINT."""
+    """Run the controller (and, with --webhook-port, its admission webhook) until SIGTERM or SIGINT."""
+    if webhook_port is not None and (webhook_cert is None or webhook_key is None):
+        _fail("--webhook-port needs --webhook-cert and --webhook-key", "pass the webhook's TLS certificate and key")
     import asyncio
     import logging
 
@@ -146,7 +156,8 @@ def run_command(
 
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run_controller(kubeconfig, namespace, workers, leader_elect, lease_namespace, owner_pid))
+        webhook = (webhook_host, webhook_port, webhook_cert, webhook_key) if webhook_port else None
+        asyncio.run(run_controller(kubeconfig, namespace, workers, leader_elect, lease_namespace, owner_pid, webhook))
 
 
 if __name__ == "__main__":

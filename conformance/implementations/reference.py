@@ -140,6 +140,100 @@ def token_kubeconfig(info: ClusterInfo, directory: Path) -> Path:
     return path
 
 
+WEBHOOK_NAME = "kthena-ref-validating"
+WEBHOOK_PATH = "/validate-modelserving"
+
+
+@dataclass(frozen=True)
+class Webhook:
+    """Where the controller serves admission and the CA the API server must trust for it."""
+
+    port: int
+    cert: Path
+    key: Path
+    ca_pem: bytes
+
+    def flags(self) -> tuple[str, ...]:
+        return ("--webhook-port", str(self.port), "--webhook-host", "127.0.0.1",
+                "--webhook-cert", str(self.cert), "--webhook-key", str(self.key))  # fmt: skip
+
+
+def webhook_certificates(directory: Path) -> Webhook:
+    """A CA and a serving certificate for 127.0.0.1, and a free port (the embedded cluster's API
+    server runs on this machine and calls the webhook on loopback)."""
+    from ..cluster.local.processes import free_ports
+    from ..cluster.pki import CertificateAuthority
+
+    ca = CertificateAuthority(directory / "webhook-pki", common_name="kthena-ref-webhook-ca")
+    pair = ca.issue("webhook", common_name="kthena-ref-webhook", hosts=("127.0.0.1", "localhost"), server=True)
+    return Webhook(free_ports(1)[0], pair.cert, pair.key, ca.cert_pem)
+
+
+def register_webhook(info: ClusterInfo, webhook: Webhook) -> None:
+    """Point the API server at the webhook and wait until it answers for ModelServings."""
+    import base64
+
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    api = api_client(info.kubeconfig, info.context)
+    body = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": WEBHOOK_NAME},
+        "webhooks": [
+            {
+                "name": "validate.modelservings.workload.serving.volcano.sh",
+                "clientConfig": {
+                    "url": f"https://127.0.0.1:{webhook.port}{WEBHOOK_PATH}",
+                    "caBundle": base64.b64encode(webhook.ca_pem).decode(),
+                },
+                "rules": [
+                    {
+                        "apiGroups": ["workload.serving.volcano.sh"],
+                        "apiVersions": ["v1alpha1"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["modelservings"],
+                    }
+                ],
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Fail",
+                "timeoutSeconds": 10,
+            }
+        ],
+    }
+    apply(api, body)
+    custom: Any = client.CustomObjectsApi(api)
+    probe = {
+        "apiVersion": "workload.serving.volcano.sh/v1alpha1",
+        "kind": "ModelServing",
+        "metadata": {"name": "webhook-probe"},
+        "spec": {
+            "template": {
+                "roles": [
+                    {
+                        "name": "r",
+                        "workerReplicas": 1,
+                        "entryTemplate": {"spec": {"containers": [{"name": "c", "image": "i"}]}},
+                    }
+                ]
+            }
+        },
+    }  # fmt: skip  (workerReplicas 1 without workerTemplate: only the webhook rejects this)
+
+    def rejected() -> bool:
+        try:
+            custom.create_namespaced_custom_object(
+                "workload.serving.volcano.sh", "v1alpha1", "default", "modelservings", probe, dry_run="All"
+            )
+        except ApiException as exc:
+            return "validation failed" in str(exc.body)
+        return False
+
+    wait_for("the ModelServing webhook to answer", rejected, timeout=30)
+
+
 @dataclass
 class RunningController:
     process: subprocess.Popen[bytes]

@@ -42,7 +42,11 @@ def reference_controller(cluster: ClusterInfo, tmp_path_factory: pytest.TempPath
         reference.install(cluster)
         kubeconfig = reference.token_kubeconfig(cluster, shared)
         owner = int(os.environ.get(OWNER_ENV, os.getpid()))
-        running = reference.start(kubeconfig, shared / "kthena-ref.log", owner_pid=owner)
-        known = {"pid": running.pid, "log": str(running.log)}
+        webhook = reference.webhook_certificates(shared) if cluster.provider == "local" else None
+        extra = webhook.flags() if webhook else ()
+        running = reference.start(kubeconfig, shared / "kthena-ref.log", owner_pid=owner, extra=extra)
+        if webhook is not None:
+            reference.register_webhook(cluster, webhook)
+        known = {"pid": running.pid, "log": str(running.log), "webhook": webhook is not None}
         record.write_text(json.dumps(known))
     yield known

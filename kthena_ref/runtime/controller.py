@@ -19,8 +19,8 @@ from typing import Any
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
-from pydantic import ValidationError
 
+from ..admission.rules import FieldError, validate
 from ..api.types import GROUP, PLURAL, VERSION, ModelServing
 from ..executor import Executor
 from ..planner.names import LABEL_NAME
@@ -150,11 +150,11 @@ class Controller:
             return None  # gone: garbage collection removes what it owned
         if not self.expectations.satisfied(key):
             return None  # the informer events that satisfy them enqueue the key again
-        try:
-            ms = ModelServing.model_validate(raw)
-        except ValidationError as exc:
-            await self._report_invalid(raw, exc)
+        problems = validate(raw)  # the webhook may have been down when this object was written
+        if problems:
+            await self._report_invalid(raw, problems)
             return None
+        ms = ModelServing.model_validate(raw)
         self.reconciles += 1
         result = plan(self.observed(ms, key))
         self.expectations.expect(
@@ -170,8 +170,8 @@ class Controller:
             raise ReconcileError("; ".join(outcome.errors[:5]))
         return result.requeue_after
 
-    async def _report_invalid(self, raw: Obj, exc: ValidationError) -> None:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
+    async def _report_invalid(self, raw: Obj, errors: list[FieldError]) -> None:
+        problems = "; ".join(str(e) for e in errors[:5])
         meta = raw.get("metadata") or {}
         stub = ModelServing.model_construct(metadata=_meta(meta))
         await self.executor.event(stub, Event("Warning", "InvalidSpec", f"spec is invalid: {problems}"))

@@ -36,6 +36,7 @@ async def run_controller(
     leader_elect: bool,
     lease_namespace: str,
     owner_pid: int | None = None,
+    webhook: tuple[str, int, Path | None, Path | None] | None = None,
 ) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -46,6 +47,13 @@ async def run_controller(
             loop.add_reader(os.pidfd_open(owner_pid), stop.set)
         except ProcessLookupError:
             return
+    runner = None
+    if webhook is not None:  # admission does not need the Lease: every replica answers
+        from ..admission.server import serve
+
+        host, port, cert, key = webhook
+        assert cert is not None and key is not None
+        runner = await serve(port, cert, key, host)
     api = await _api(kubeconfig)
     try:
         controller = Controller(api, ControllerConfig(workers=workers, namespace=namespace))
@@ -72,3 +80,5 @@ async def run_controller(
         elect.cancel()
     finally:
         await api.close()
+        if runner is not None:
+            await runner.cleanup()

@@ -1,0 +1,197 @@
+"""Admission rules CEL cannot express, as one pure function over the ModelServing (pure).
+
+The CRD schema already rejects wrong types, unknown enum values, bounds, duplicate Role names and
+the immutable fields (CEL). What needs the whole object, upstream's webhook rules, or arithmetic
+is checked here, and every problem is reported with its field path and the reason. The
+validating webhook and the controller (for objects that reached it while the webhook was down)
+both call :func:`validate`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..api.types import ModelServing, RecoveryPolicy, RolloutStrategyType
+from ..planner import intstr
+from ..planner.names import generated_name_problem
+
+# Plugins the reference controller knows (the plugin framework arrives with issue 4): an unknown
+# plugin name is rejected at admission (spec reading 3).
+KNOWN_PLUGINS: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class FieldError:
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.reason}"
+
+
+def message(errors: list[FieldError]) -> str:
+    """Upstream's format: ``validation failed:`` then one ``  - field: reason`` line per problem."""
+    return "validation failed:\n" + "\n".join(f"  - {e}" for e in errors)
+
+
+def _loc(parts: tuple[Any, ...]) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def validate(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[FieldError]:
+    """Every problem with ``obj`` (a ModelServing as the API server sent it); empty when valid."""
+    try:
+        ms = ModelServing.model_validate(obj)
+    except ValidationError as exc:
+        return [FieldError(_loc(tuple(e["loc"])), e["msg"]) for e in exc.errors()]
+    errors: list[FieldError] = []
+    spec = ms.spec
+    roles = spec.template.roles
+    names = {r.name for r in roles}
+    strategy = spec.rollout_strategy
+    strategy_type = strategy.type if strategy else RolloutStrategyType.SERVING_GROUP_ROLLING_UPDATE
+    role_rolling = strategy_type is RolloutStrategyType.ROLE_ROLLING_UPDATE
+
+    for i, role in enumerate(roles):
+        at = f"spec.template.roles[{i}]"
+        problem = generated_name_problem(
+            ms.metadata.name, spec.replicas, role.name, role.replicas, role.worker_replicas
+        )
+        if problem:
+            errors.append(FieldError(f"{at}.name", problem))
+        if role.worker_replicas > 0 and role.worker_template is None:
+            errors.append(FieldError(f"{at}.workerTemplate", "required when workerReplicas is greater than 0"))
+        for kind, template in (("entryTemplate", role.entry_template), ("workerTemplate", role.worker_template)):
+            if template is None:
+                continue
+            containers = template.spec.get("containers") or []
+            if not containers:
+                errors.append(FieldError(f"{at}.{kind}.spec.containers", "at least one container is required"))
+            for j, container in enumerate(containers):
+                image = str(container.get("image") or "")
+                if not image.strip() or image != image.strip() or " " in image:
+                    errors.append(
+                        FieldError(f"{at}.{kind}.spec.containers[{j}].image", f"{image!r} is not a valid image")
+                    )
+        if role.partition is not None and not role_rolling:
+            errors.append(
+                FieldError(f"{at}.partition", "takes effect only with rolloutStrategy.type RoleRollingUpdate")
+            )
+        if role_rolling:
+            field = f"{at}"
+            try:
+                unavailable, _ = intstr.update_budget(role.max_unavailable, role.max_surge, role.replicas, field)
+                if unavailable > role.replicas and role.replicas > 0:
+                    errors.append(
+                        FieldError(
+                            f"{at}.maxUnavailable",
+                            f"resolves to {unavailable}, more than the Role's {role.replicas} replicas",
+                        )
+                    )
+                intstr.partition(role.partition, role.replicas, f"{at}.partition")
+            except intstr.IntOrStringError as exc:
+                errors.append(_intstr_error(exc))
+        else:
+            for name, value in (
+                ("maxUnavailable", role.max_unavailable),
+                ("maxSurge", role.max_surge),
+                ("partition", role.partition),
+            ):
+                errors.extend(_check_intstr(value, f"{at}.{name}"))
+
+    gang = spec.template.gang_policy
+    for key in sorted((gang.min_role_replicas or {}) if gang else {}):
+        if key not in names:
+            errors.append(
+                FieldError(
+                    f"spec.template.gangPolicy.minRoleReplicas[{key}]", f"{key!r} is not a Role of this ModelServing"
+                )
+            )
+
+    for k, plugin in enumerate(spec.plugins or []):
+        if plugin.name not in KNOWN_PLUGINS:
+            known = ", ".join(sorted(KNOWN_PLUGINS)) or "none yet"
+            errors.append(
+                FieldError(
+                    f"spec.plugins[{k}].name", f"{plugin.name!r} is not a registered plugin (registered: {known})"
+                )
+            )
+
+    if strategy is not None:
+        rolling = strategy.rolling_update_configuration
+        if role_rolling and rolling is not None:
+            errors.append(
+                FieldError(
+                    "spec.rolloutStrategy.rollingUpdateConfiguration",
+                    "must not be set when type is RoleRollingUpdate; configure each Role instead",
+                )
+            )
+        if rolling is not None and not role_rolling:
+            try:
+                intstr.update_budget(
+                    rolling.max_unavailable,
+                    rolling.max_surge,
+                    spec.replicas,
+                    "spec.rolloutStrategy.rollingUpdateConfiguration",
+                )
+                intstr.partition(
+                    rolling.partition, spec.replicas, "spec.rolloutStrategy.rollingUpdateConfiguration.partition"
+                )
+            except intstr.IntOrStringError as exc:
+                errors.append(_intstr_error(exc))
+        if role_rolling and spec.recovery_policy is RecoveryPolicy.SERVING_GROUP_RECREATE:
+            errors.append(
+                FieldError(
+                    "spec.recoveryPolicy",
+                    "ServingGroupRecreate cannot be combined with rolloutStrategy.type RoleRollingUpdate",
+                )
+            )
+        coordination = strategy.role_coordination
+        if coordination is not None:
+            at = "spec.rolloutStrategy.roleCoordination"
+            if not role_rolling:
+                errors.append(FieldError(at, "applies only when rolloutStrategy.type is RoleRollingUpdate"))
+            for n, role_name in enumerate(coordination.roles or []):
+                if role_name not in names:
+                    errors.append(FieldError(f"{at}.roles[{n}]", f"{role_name!r} is not a Role of this ModelServing"))
+            if coordination.max_skew is not None and not (
+                isinstance(coordination.max_skew, str) and intstr.PERCENT.match(coordination.max_skew)
+            ):
+                errors.append(
+                    FieldError(f"{at}.maxSkew", f"{coordination.max_skew!r} must be a percentage such as '10%'")
+                )
+            for d, dep in enumerate(coordination.dependencies or []):
+                for n, role_name in enumerate([dep.role, *(dep.depends_on or [])]):
+                    if role_name not in names:
+                        where = f"{at}.dependencies[{d}]." + ("role" if n == 0 else f"dependsOn[{n - 1}]")
+                        errors.append(FieldError(where, f"{role_name!r} is not a Role of this ModelServing"))
+        eviction = strategy.eviction_strategy
+        if eviction is not None:
+            at = "spec.rolloutStrategy.evictionStrategy"
+            errors.extend(_check_intstr(eviction.min_available, f"{at}.minAvailable"))
+            for key, value in sorted((eviction.role_min_available or {}).items()):
+                if key not in names:
+                    errors.append(
+                        FieldError(f"{at}.roleMinAvailable[{key}]", f"{key!r} is not a Role of this ModelServing")
+                    )
+                errors.extend(_check_intstr(value, f"{at}.roleMinAvailable[{key}]"))
+    return errors
+
+
+def _check_intstr(value: int | str | None, field: str) -> list[FieldError]:
+    try:
+        intstr.resolve(value, 100, round_up=False, field=field)
+    except intstr.IntOrStringError as exc:
+        return [_intstr_error(exc)]
+    return []
+
+
+def _intstr_error(exc: intstr.IntOrStringError) -> FieldError:
+    field, _, reason = str(exc).partition(": ")
+    return FieldError(field, reason)
