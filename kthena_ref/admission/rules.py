@@ -70,7 +70,11 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Fie
         for kind, template in (("entryTemplate", role.entry_template), ("workerTemplate", role.worker_template)):
             if template is None:
                 continue
-            containers = template.spec.get("containers") or []
+            containers = template.spec.get("containers")
+            if not isinstance(containers, list) or not all(isinstance(c, dict) for c in containers):
+                # The CRD schema rejects this first; the check keeps the webhook total on any input.
+                errors.append(FieldError(f"{at}.{kind}.spec.containers", "must be a list of containers"))
+                continue
             if not containers:
                 errors.append(FieldError(f"{at}.{kind}.spec.containers", "at least one container is required"))
             for j, container in enumerate(containers):
