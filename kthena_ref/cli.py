@@ -100,22 +100,38 @@ def render_command(path: Path, gang: bool) -> None:
     click.echo(yaml.safe_dump_all(docs, sort_keys=False), nl=False)
 
 
-MANIFESTS = ("crd", "rbac", "podgroup-crd")
+MANIFESTS = ("crd", "rbac", "podgroup-crd", "controller")
 
 
 @main.command("manifests")
 @click.argument("which", type=click.Choice(MANIFESTS), nargs=-1)
-def manifests_command(which: tuple[str, ...]) -> None:
-    """Print deployment manifests as YAML: the CRD, the controller's ClusterRole, a minimal PodGroup CRD."""
+@click.option("--image", default="kthena-ref:dev", show_default=True, help="controller image (controller manifest)")
+@click.option("--ca-bundle-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="PEM CA that signed the webhook's serving certificate (controller manifest)")  # fmt: skip
+def manifests_command(which: tuple[str, ...], image: str, ca_bundle_file: Path | None) -> None:
+    """Print deployment manifests as YAML: the CRD, the ClusterRole, a minimal PodGroup CRD and the
+    in-cluster controller (Deployment, Service, webhook configuration). Default: the first three."""
+    import base64
+
     from .api.crd import crd
 
     docs: list[Any] = []
     deploy = Path(__file__).with_name("deploy")
-    for name in which or MANIFESTS:
+    for name in which or MANIFESTS[:3]:
         if name == "crd":
             docs.append(crd())
-        else:
-            docs.extend(d for d in yaml.safe_load_all((deploy / f"{name}.yaml").read_text()) if d)
+            continue
+        text = (deploy / f"{name}.yaml").read_text()
+        if name == "controller":
+            if ca_bundle_file is None:
+                _fail(
+                    "the controller manifest needs --ca-bundle-file", "pass the CA that signed the webhook certificate"
+                )
+                return
+            text = text.replace("image: IMAGE", f"image: {image}").replace(
+                "caBundle: CA_BUNDLE", f"caBundle: {base64.b64encode(ca_bundle_file.read_bytes()).decode()}"
+            )
+        docs.extend(d for d in yaml.safe_load_all(text) if d)
     click.echo(yaml.safe_dump_all(docs, sort_keys=False), nl=False)
 
 
