@@ -195,6 +195,24 @@ def cluster_kubeconfig(
     click.echo(path.read_text() if print_contents else str(path), nl=not print_contents)
 
 
+@cluster.command("restart-component")
+@click.option("--name", default="kthena", show_default=True, help="cluster name")
+@click.argument(
+    "component", type=click.Choice(["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"])
+)
+def cluster_restart_component(name: str, component: str) -> None:
+    """Restart one process of a local cluster (same flags and port) and wait until it is healthy."""
+    from .cluster.local.provider import LocalProvider
+
+    try:
+        started = time.monotonic()
+        LocalProvider().restart_component(name, component)
+    except HarnessError as exc:
+        _fail(exc)
+        return
+    click.echo(f"{component} of cluster '{name}' restarted ({time.monotonic() - started:.1f}s)", err=True)
+
+
 @cluster.command("sweep")
 def cluster_sweep() -> None:
     """Remove leftovers of local clusters whose supervisor was killed."""

@@ -267,3 +267,28 @@ def test_corrupt_binary_cache_is_one_clear_message(tmp_path: Path, real_bin_dir:
     assert result.returncode == 1
     assert "is corrupt: kube-apiserver is 10 bytes" in result.stderr
     assert "make binaries FORCE=1" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_component_restarts_in_place_and_the_cluster_keeps_its_state(isolated: Path) -> None:
+    from kubernetes import client
+
+    from conformance.cluster.kube import api_client
+
+    provider = LocalProvider()
+    info = provider.up(SMALL)
+    try:
+        core = client.CoreV1Api(api_client(info.kubeconfig))
+        core.create_namespaced_config_map("default", {"metadata": {"name": "survivor"}})
+        before = provider.status(SMALL.name)
+        assert before is not None
+        provider.restart_component(SMALL.name, "kube-apiserver")
+        after = provider.status(SMALL.name)
+        assert after is not None and after["restarts"] == {"kube-apiserver": 1}
+        assert after["components"]["kube-apiserver"] != before["components"]["kube-apiserver"]
+        assert after["components"]["etcd"] == before["components"]["etcd"]
+        assert core.read_namespaced_config_map("survivor", "default").metadata.name == "survivor"
+        with pytest.raises(HarnessError, match="no component 'kubelet'"):
+            provider.restart_component(SMALL.name, "kubelet")
+    finally:
+        provider.down(SMALL.name)
+    assert_nothing_left(isolated / SMALL.name)

@@ -296,5 +296,35 @@ class LocalProvider(Provider):
             },
         )
 
+    def restart_component(self, name: str, component: str, *, timeout: float = 60.0) -> None:
+        """Restart one control-plane process (same flags and port) and wait until it is healthy.
+
+        A cluster-level fault: a controller under test must ride through, for example, a
+        kube-apiserver restart without a manual step.
+        """
+        layout = self.layout(name)
+        state = self.status(name)
+        if not state or not state.get("live"):
+            raise HarnessError(f"no running local cluster named '{name}'", "start it with `cluster up`")
+        if component not in (state.get("components") or {}):
+            known = ", ".join(sorted(state.get("components") or {}))
+            raise HarnessError(f"cluster '{name}' has no component {component!r}", f"choose one of: {known}")
+        before = int((state.get("restarts") or {}).get(component, 0))
+        request = layout.root / "requests" / f"restart-{component}"
+        request.parent.mkdir(exist_ok=True)
+        request.write_text("")
+        os.kill(int(state["supervisor_pid"]), signal.SIGUSR2)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if request.exists() and request.read_text().startswith("error"):
+                raise HarnessError(request.read_text().strip(), "see the supervisor log")
+            current = self._read_state(layout)
+            if not request.exists() and int((current.get("restarts") or {}).get(component, 0)) > before:
+                return
+            time.sleep(0.05)
+        raise HarnessError(
+            f"{component} of cluster '{name}' did not restart within {timeout:.0f}s", f"see {layout.logs}"
+        )
+
     def fault_injector(self, info: ClusterInfo) -> FaultInjector:
         return kwok_fault_injector(info.kubeconfig, info.context)

@@ -67,6 +67,9 @@ class Supervisor:
     ports: Ports | None = None
     _owner_fd: int | None = None
     _detach_requested: bool = False
+    _restart_requested: bool = False
+    plan: dict[str, Component] = field(default_factory=dict)
+    restarts: dict[str, int] = field(default_factory=dict)
 
     # -- signalling -----------------------------------------------------------------------------
 
@@ -74,6 +77,7 @@ class Supervisor:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, self._on_stop)
         signal.signal(signal.SIGUSR1, self._on_detach)
+        signal.signal(signal.SIGUSR2, self._on_restart_request)
         if self.owner_pid is not None:
             try:
                 self._owner_fd = os.pidfd_open(self.owner_pid)
@@ -87,6 +91,32 @@ class Supervisor:
         # Only a flag: the owner's pidfd may be inside a select() that PEP 475 restarts with the
         # same descriptor after this handler returns, so it is closed by the loop, not here.
         self._detach_requested = True
+
+    def _on_restart_request(self, _signum: int, _frame: object) -> None:
+        self._restart_requested = True
+
+    def _restart_requested_components(self) -> None:
+        """Restart every component named by a ``requests/restart-<name>`` file (fault injection:
+        the harness restarts kube-apiserver under a controller, say). Same flags, same port."""
+        self._restart_requested = False
+        requests = self.layout.root / "requests"
+        for request in sorted(requests.glob("restart-*")) if requests.is_dir() else []:
+            name = request.name.removeprefix("restart-")
+            comp = self.plan.get(name)
+            if comp is None or name not in self.procs:
+                request.write_text(f"error: no running component named {name!r}\n")
+                continue
+            stop_all([self.procs[name]])
+            self.launch(comp)
+            deadline = time.monotonic() + START_TIMEOUT
+            while comp.health_url and not probe(comp.health_url, timeout=0.5) and time.monotonic() < deadline:
+                if self.procs[name].poll() is not None:
+                    break
+                time.sleep(POLL)
+            self.restarts[name] = self.restarts.get(name, 0) + 1
+            self.write_state("ready")
+            request.unlink()
+            print(f"supervisor: restarted {name}", file=sys.stderr, flush=True)
 
     def _detach(self) -> None:
         self._detach_requested = False
@@ -127,6 +157,7 @@ class Supervisor:
             "components": {name: p.pid for name, p in self.procs.items()},
             "timings": self.timings,
             "ports": self.ports.as_dict() if self.ports else {},
+            "restarts": self.restarts,
             **extra,
         }
         tmp = self.layout.state.with_suffix(".tmp")
@@ -139,7 +170,7 @@ class Supervisor:
         self.emit("progress", message="generating certificates and configuration")
         ports = self.ports = self.pick_ports()
         self.prepare_files(ports)
-        plan = {c.name: c for c in components(self.layout, self.bin_dir, ports)}
+        plan = self.plan = {c.name: c for c in components(self.layout, self.bin_dir, ports)}
         self.emit("progress", message=f"starting etcd and kube-apiserver on 127.0.0.1:{ports.apiserver}")
         for name in ("etcd", "kube-apiserver"):
             self.launch(plan[name])
@@ -275,6 +306,8 @@ class Supervisor:
         while True:
             if self._detach_requested:
                 self._detach()
+            if self._restart_requested:
+                self._restart_requested_components()
             try:
                 self.check_stop()
             except Stop:
