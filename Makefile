@@ -47,6 +47,7 @@ lint: venv
 
 bench: binaries
 	$(BIN)/python -m bench.cluster_bench
+	$(BIN)/python -m bench.controller_bench
 
 clean:
 	-$(BIN)/kthena-conformance cluster sweep
