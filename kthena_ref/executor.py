@@ -37,6 +37,7 @@ class Outcome:
     created: list[str] = field(default_factory=list)
     failed_creates: list[str] = field(default_factory=list)
     deleted_uids: list[str] = field(default_factory=list)
+    failed_delete_uids: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
 
@@ -107,6 +108,7 @@ class Executor:
             if exc.status in (404, 409):  # gone, or a replacement with another UID: not ours to delete
                 outcome.deleted_uids.append(uid)
             else:
+                outcome.failed_delete_uids.append(uid)
                 outcome.errors.append(f"delete pod {name}: {_describe(exc)}")
 
     async def _create(self, call: Any, outcome: Outcome, what: str) -> None:

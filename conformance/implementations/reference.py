@@ -266,6 +266,7 @@ def start(
     argv = [sys.executable, "-m", "kthena_ref.cli", "run", "--kubeconfig", str(kubeconfig), *extra]
     if owner_pid is not None:
         argv += ["--owner-pid", str(owner_pid)]
+    offset = log.stat().st_size if log.exists() else 0  # a restart appends: read only its own lines
     with log.open("ab") as out:
         proc = subprocess.Popen(
             argv,
@@ -279,7 +280,7 @@ def start(
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise HarnessError(f"the reference controller exited with code {proc.returncode} at start", f"see {log}")
-        if b"caches synced" in log.read_bytes():
+        if b"caches synced" in log.read_bytes()[offset:]:
             return RunningController(proc, log)
         time.sleep(0.05)
     proc.kill()

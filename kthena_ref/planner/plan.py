@@ -255,6 +255,7 @@ def plan(observed: Observed) -> Plan:
                 out.delete_pods.append(PodDeletion(pod.name, pod.uid, reason))
 
     # 2. recovery
+    rebuilding: set[Any] = set()  # group ordinals and (ordinal, role, index) being rebuilt
     grace = dt.timedelta(seconds=spec.template.restart_grace_period_seconds)
     policy = spec.recovery_policy
     for group in groups.values():
@@ -267,7 +268,7 @@ def plan(observed: Observed) -> Plan:
             if wait > 0:
                 out.requeue(wait)
                 continue
-            _recover(out, delete, group, pod.pid, policy, f"pod {pod.name} failed", name)
+            _recover(out, delete, group, pod.pid, policy, f"pod {pod.name} failed", name, rebuilding)
         for pid in expected_pods(roles, group.ordinal):
             lost_name = pod_name(name, pid.ordinal, pid.role, pid.index, pid.k)
             if pid in group.pods or lost_name not in observed.lost or policy is RecoveryPolicy.NONE:
@@ -278,7 +279,7 @@ def plan(observed: Observed) -> Plan:
                 else [p for p in group.live_pods() if (p.pid.role, p.pid.index) == (pid.role, pid.index)]
             )
             if scope:  # survivors to rebuild; an emptied instance is simply created again below
-                _recover(out, delete, group, pid, policy, f"pod {lost_name} was deleted", name)
+                _recover(out, delete, group, pid, policy, f"pod {lost_name} was deleted", name, rebuilding)
 
     # 3. scale: whole groups, then Role instances above a Role's replicas
     for group in victims:
@@ -346,8 +347,9 @@ def plan(observed: Observed) -> Plan:
         rev = target_revision(ordinal)
         roles = roles_for(rev)
         busy_instances = {(p.pid.role, p.pid.index) for p in present.values() if p.deleting or p.name in deleting}
+        busy_instances |= {(key[1], key[2]) for key in rebuilding if isinstance(key, tuple) and key[0] == ordinal}
         group_busy = bool(present) and all(p.deleting or p.name in deleting for p in present.values())
-        if group_busy and policy is RecoveryPolicy.SERVING_GROUP_RECREATE:
+        if ordinal in rebuilding or (group_busy and policy is RecoveryPolicy.SERVING_GROUP_RECREATE):
             continue  # the whole group is being rebuilt: wait for every Pod to go
         created_instances: set[str] = set()
         for pid in expected_pods(roles, ordinal):
@@ -368,20 +370,32 @@ def plan(observed: Observed) -> Plan:
     return out
 
 
-def _recover(out: Plan, delete: Any, group: Group, pid: PodId, policy: RecoveryPolicy, why: str, ms: str) -> None:
+def _recover(
+    out: Plan, delete: Any, group: Group, pid: PodId, policy: RecoveryPolicy, why: str, ms: str, rebuilding: set[Any]
+) -> None:
+    """Rebuild the scope of ``pid`` (its group or Role instance) as one unit.
+
+    The failed Pod is deleted last, once every other Pod of the scope is gone: until then it
+    stays in the cluster as the record of the rebuild, so a controller that crashes half way
+    through finds it again and finishes the job (the intent is never only in memory), and no
+    member of the scope is recreated before the whole scope is down.
+    """
     where = group_name(ms, group.ordinal)
-    if policy is RecoveryPolicy.SERVING_GROUP_RECREATE:
-        delete(group.live_pods(), f"recovery: {why}")
-        out.events.append(Event("Normal", "RoleDeleting", f"recreating ServingGroup {where}: {why}"))
-    elif policy is RecoveryPolicy.ROLE_RECREATE:
-        delete([p for p in group.live_pods() if (p.pid.role, p.pid.index) == (pid.role, pid.index)], f"recovery: {why}")
-        out.events.append(
-            Event("Normal", "RoleDeleting", f"recreating role {pid.role_id} of ServingGroup {where}: {why}")
-        )
-    else:
+    if policy is RecoveryPolicy.NONE:
         pod = group.pods.get(pid)
         if pod is not None:
             delete([pod], f"recovery: {why}")
+        return
+    whole_group = policy is RecoveryPolicy.SERVING_GROUP_RECREATE
+    scope = [p for p in group.pods.values() if whole_group or (p.pid.role, p.pid.index) == (pid.role, pid.index)]
+    others = [p for p in scope if p.pid != pid]
+    delete([p for p in others if not p.deleting], f"recovery: {why}")
+    if not others:
+        delete([p for p in scope if p.pid == pid], f"recovery: {why}")
+    rebuilding.add(group.ordinal if whole_group else (group.ordinal, pid.role, pid.index))
+    if any(not p.deleting for p in scope):
+        what = f"ServingGroup {where}" if whole_group else f"role {pid.role_id} of ServingGroup {where}"
+        out.events.append(Event("Normal", "RoleDeleting", f"recreating {what}: {why}"))
 
 
 def _current_revision(

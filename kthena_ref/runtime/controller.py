@@ -166,6 +166,9 @@ class Controller:
         outcome = await self.executor.apply(ms, result)
         for name in outcome.failed_creates:
             self.expectations.created(key, name)  # nothing will arrive for these
+        for uid in outcome.failed_delete_uids:  # nor for these: the retry must not wait for the TTL
+            self.expectations.deleted(key, uid)
+            self._our_deletions.discard(uid)
         if outcome.errors:
             raise ReconcileError("; ".join(outcome.errors[:5]))
         return result.requeue_after

@@ -44,6 +44,25 @@ def _world(policy: str | None = None, grace: int | None = None) -> World:
     return w
 
 
+def rebuild_deletions(w: World, victim: str = VICTIM, max_steps: int = 5) -> list[str]:
+    """Every deletion of one rebuild, across the steps it takes.
+
+    The failed Pod is deleted last, once the rest of its scope is gone (the crash-safe order), and
+    nothing in the scope is created before the failed Pod is gone too.
+    """
+    seen: list[str] = []
+    for _ in range(max_steps):
+        p = w.plan()
+        names_now = deleted(p)
+        seen += names_now
+        assert p.create_pods == [] or victim in seen, "nothing is recreated before the whole scope is down"
+        if victim in names_now or not names_now:
+            assert not names_now or names_now == [victim] or victim not in names_now[:-1] or len(seen) == len(set(seen))
+            break
+        w.apply(p)
+    return sorted(seen)
+
+
 POLICIES = [
     pytest.param(None, ["ms-0-p-1-0", "ms-0-p-1-1"], id="default-RoleRecreate"),
     pytest.param("RoleRecreate", ["ms-0-p-1-0", "ms-0-p-1-1"], id="RoleRecreate"),
@@ -57,12 +76,14 @@ def test_failed_pod_recovery_scope(policy: str | None, want: list[str]) -> None:
     w = _world(policy)
     w.pods[VICTIM] = failed(w.pods[VICTIM])
     w.now = T0 + 5 * SECOND
-    p = w.plan()
-    assert deleted(p) == want
-    assert {d.uid for d in p.delete_pods} == {f"uid-{n}" for n in want}
-    assert all(d.reason.startswith("recovery") for d in p.delete_pods)
-    assert p.create_pods == []  # nothing is created under a name that still exists
-    assert p.requeue_after is None
+    first = w.plan()
+    others = [n for n in want if n != VICTIM]
+    assert deleted(first) == (others or [VICTIM]), "the failed Pod goes last, after the rest of its scope"
+    assert {d.uid for d in first.delete_pods} == {f"uid-{n}" for n in (others or [VICTIM])}
+    assert all(d.reason.startswith("recovery") for d in first.delete_pods)
+    assert first.create_pods == []  # nothing is created under a name that still exists
+    assert first.requeue_after is None
+    assert rebuild_deletions(w) == want
 
 
 @pytest.mark.parametrize(("policy", "want"), POLICIES)
@@ -70,7 +91,7 @@ def test_restarted_not_ready_pod_is_an_error(policy: str | None, want: list[str]
     w = _world(policy)
     w.pods[VICTIM] = restarted(w.pods[VICTIM], 3, since=T0)
     w.now = T0 + SECOND
-    assert deleted(w.plan()) == want
+    assert rebuild_deletions(w) == want
 
 
 @pytest.mark.parametrize(
@@ -108,9 +129,11 @@ def test_restart_grace_period(elapsed: int, deletes: bool, requeue: float | None
     w.pods[VICTIM] = failed(pod, since) if state == "failed" else restarted(pod, 1, since=since)
     w.now = since + elapsed * SECOND
     p = w.plan()
-    assert deleted(p) == (["ms-0-p-1-0", "ms-0-p-1-1"] if deletes else [])
+    assert deleted(p) == (["ms-0-p-1-0"] if deletes else []), "the sibling first, the failed Pod last"
     assert p.requeue_after == (None if requeue is None else pytest.approx(requeue))
     assert p.create_pods == []
+    if deletes:
+        assert rebuild_deletions(w) == ["ms-0-p-1-0", "ms-0-p-1-1"]
 
 
 def test_restart_grace_requeues_for_the_earliest_pod() -> None:
@@ -221,7 +244,9 @@ def test_recovery_converges(policy: str | None, rebuilt: list[str]) -> None:
     w.plans.clear()
     w.pods[VICTIM] = failed(w.pods[VICTIM])
     w.converge()
-    assert [deleted(p) for p in w.plans if p.delete_pods] == [rebuilt]
+    deletion_steps = [deleted(p) for p in w.plans if p.delete_pods]
+    assert sorted(n for step in deletion_steps for n in step) == rebuilt, "each Pod of the scope deleted once"
+    assert deletion_steps[-1] == [VICTIM], "the failed Pod is deleted last"
     assert sorted(n for p in w.plans for n in names(p.create_pods)) == rebuilt
     assert len(w.pods) == 10
     assert w.ms.status is not None
