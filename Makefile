@@ -31,11 +31,13 @@ conformance: binaries
 	$(BIN)/kthena-conformance run --provider local --report-dir reports
 
 # Unit tests, then the cluster tests in parallel on one shared embedded cluster, then the tests
-# that start clusters of their own (failure modes, Ctrl-C, killed parents) one at a time.
+# that must run alone (own clusters, Ctrl-C, killed parents, a restarted kube-apiserver), then the
+# reliability tests that start and SIGKILL controllers of their own (no shared controller there).
 test: binaries
 	$(PYTEST) -q tests/unit
 	$(PYTEST) -q -n $(WORKERS) -m "cluster and not serial" tests/integration
-	$(PYTEST) -q -m "serial" tests/integration
+	$(PYTEST) -q -m "serial and not own_controller" tests/integration
+	$(PYTEST) -q -m "own_controller" tests/integration
 
 # Unit tests only: no Go, no cluster, a few seconds.
 test-fast: venv

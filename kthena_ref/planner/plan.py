@@ -166,6 +166,7 @@ class Plan:
     apply_podgroups: list[dict[str, Any]] = field(default_factory=list)
     delete_podgroups: list[str] = field(default_factory=list)
     status: dict[str, Any] = field(default_factory=dict)
+    running_instances: frozenset[str] = frozenset()  # for the next reconcile's previously_running
     events: list[Event] = field(default_factory=list)
     requeue_after: float | None = None
 
@@ -182,6 +183,9 @@ class Observed:
     revisions: list[dict[str, Any]] = field(default_factory=list)
     podgroups: list[dict[str, Any]] | None = None  # None: the PodGroup CRD is not served
     lost: frozenset[str] = frozenset()  # Pods deleted behind our back (from the informer)
+    # Role instances ("<group>/<role-id>") the previous reconcile saw Running and Ready; None when
+    # there was no previous reconcile (a fresh controller): then no RoleRunning is emitted.
+    previously_running: frozenset[str] | None = None
     now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
 
 
@@ -367,7 +371,25 @@ def plan(observed: Observed) -> Plan:
     if gang:
         _podgroups(out, ms, observed.podgroups or [], kept, set(groups), roles_for, target_revision)
     out.status = _status(ms, groups, kept, update_rev, current_rev, roles_for, observed.now)
+    out.running_instances = _running_instances(name, groups, roles_for)
+    if observed.previously_running is not None:
+        for instance in sorted(out.running_instances - observed.previously_running):
+            group_label, rid = instance.split("/")
+            out.events.append(Event("Normal", "RoleRunning", f"role {rid} of ServingGroup {group_label} is running"))
     return out
+
+
+def _running_instances(ms: str, groups: dict[int, Group], roles_for: Any) -> frozenset[str]:
+    """Role instances whose every expected Pod is Running and Ready, as ``<group>/<role-id>``."""
+    out = set()
+    for group in groups.values():
+        expected: dict[tuple[str, int], list[PodId]] = {}
+        for pid in expected_pods(roles_for(group.revision), group.ordinal):
+            expected.setdefault((pid.role, pid.index), []).append(pid)
+        for (role, index), pids in expected.items():
+            if all(pid in group.pods and group.pods[pid].running_ready for pid in pids):
+                out.add(f"{group_name(ms, group.ordinal)}/{role}-{index}")
+    return frozenset(out)
 
 
 def _recover(

@@ -75,6 +75,7 @@ class Controller:
         self.pg_informer: Informer | None = None
         self._custom = custom
         self.pods_by_owner: dict[str, dict[str, Obj]] = {}
+        self.running: dict[str, frozenset[str]] = {}  # role instances last seen running, per key
         self.lost: dict[str, set[str]] = {}
         self._our_deletions: set[str] = set()
         self.ms_informer.add_handler(self._on_modelserving)
@@ -89,6 +90,7 @@ class Controller:
         if kind == "DELETED":
             self.expectations.forget(key)
             self.lost.pop(key, None)
+            self.running.pop(key, None)
         self.queue.add(key)
 
     @staticmethod
@@ -140,6 +142,7 @@ class Controller:
             revisions=revisions,
             podgroups=podgroups,
             lost=frozenset(self.lost.get(key, set())),
+            previously_running=self.running.get(key),
             now=dt.datetime.now(dt.UTC),
         )
 
@@ -164,6 +167,7 @@ class Controller:
         )
         self._our_deletions.update(d.uid for d in result.delete_pods)
         outcome = await self.executor.apply(ms, result)
+        self.running[key] = result.running_instances
         for name in outcome.failed_creates:
             self.expectations.created(key, name)  # nothing will arrive for these
         for uid in outcome.failed_delete_uids:  # nor for these: the retry must not wait for the TTL

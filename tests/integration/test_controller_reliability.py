@@ -36,7 +36,7 @@ from conformance.cluster.testing import shared_dir
 from conformance.framework.waits import wait_for
 from conformance.implementations import reference
 
-pytestmark = [pytest.mark.cluster, pytest.mark.serial, pytest.mark.slow]
+pytestmark = [pytest.mark.cluster, pytest.mark.serial, pytest.mark.slow, pytest.mark.own_controller]
 
 GROUP, VERSION, PLURAL = "workload.serving.volcano.sh", "v1alpha1", "modelservings"
 NAME_LABEL = "modelserving.volcano.sh/name"

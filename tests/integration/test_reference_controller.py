@@ -127,6 +127,7 @@ def test_status_conditions_selector_and_events(world: World) -> None:
     selected = world.core.list_namespaced_pod(world.ns, label_selector=status["labelSelector"]).items
     assert len(selected) == status["replicas"], "labelSelector selects one Pod per ServingGroup"
     assert "RoleCreating" in world.events("st")
+    wait_for("RoleRunning events", lambda: world.events("st"), until=lambda reasons: reasons.count("RoleRunning") >= 4)
 
 
 def test_scale_up_fills_lowest_ordinals_and_scale_down_removes_highest(world: World) -> None:

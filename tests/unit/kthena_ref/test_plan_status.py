@@ -273,3 +273,27 @@ def test_last_transition_time_across_steps() -> None:
     changed = {c["type"]: c["lastTransitionTime"] for c in w.plan().status["conditions"]}
     assert changed["Available"] == changed["Progressing"] == ts(LATER)
     assert changed["UpdateInProgress"] == first["UpdateInProgress"]
+
+
+def test_role_running_is_emitted_once_when_an_instance_becomes_running() -> None:
+    from kthena_ref.planner.plan import Observed, plan
+
+    ms = MS("ms").replicas(1).role("r", 1, 1).build()
+    first = plan(Observed(ms=ms, pods=[], previously_running=frozenset()))
+    pods = [ready(p) for p in first.create_pods]
+    assert [e.reason for e in first.events if e.reason == "RoleRunning"] == []
+    running = plan(
+        Observed(ms=ms, pods=pods, revisions=first.create_revisions, previously_running=first.running_instances)
+    )
+    assert running.running_instances == frozenset({"ms-0/r-0"})
+    assert [e.message for e in running.events if e.reason == "RoleRunning"] == [
+        "role r-0 of ServingGroup ms-0 is running"
+    ]
+    again = plan(
+        Observed(ms=ms, pods=pods, revisions=first.create_revisions, previously_running=running.running_instances)
+    )
+    assert [e for e in again.events if e.reason == "RoleRunning"] == [], "no repeat while it stays running"
+    fresh = plan(Observed(ms=ms, pods=pods, revisions=first.create_revisions, previously_running=None))
+    assert [e for e in fresh.events if e.reason == "RoleRunning"] == [], (
+        "a restarted controller does not replay history"
+    )
