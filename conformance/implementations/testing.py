@@ -15,17 +15,10 @@ from typing import Any
 import pytest
 from filelock import FileLock
 
+from ..cluster.local.processes import pid_alive
 from ..cluster.provider import ClusterInfo
 from ..cluster.testing import OWNER_ENV, shared_dir
 from . import reference
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.fixture(scope="session")
@@ -36,7 +29,7 @@ def reference_controller(cluster: ClusterInfo, tmp_path_factory: pytest.TempPath
     with FileLock(str(shared / "reference-controller.lock")):
         if record.exists():
             known = json.loads(record.read_text())
-            if _alive(known["pid"]):
+            if pid_alive(known["pid"]):
                 yield known
                 return
         reference.install(cluster)

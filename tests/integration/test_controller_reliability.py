@@ -31,15 +31,18 @@ from kubernetes import client, watch
 
 from conformance.cluster.faults import Fault, FaultInjector
 from conformance.cluster.kube import api_client as make_api_client
+from conformance.cluster.local.processes import pid_alive
 from conformance.cluster.provider import ClusterInfo
 from conformance.cluster.testing import shared_dir
 from conformance.framework.waits import wait_for
 from conformance.implementations import reference
 
+from . import modelservings
+
 pytestmark = [pytest.mark.cluster, pytest.mark.serial, pytest.mark.slow, pytest.mark.own_controller]
 
-GROUP, VERSION, PLURAL = "workload.serving.volcano.sh", "v1alpha1", "modelservings"
-NAME_LABEL = "modelserving.volcano.sh/name"
+GROUP, VERSION, PLURAL = modelservings.GROUP, modelservings.VERSION, modelservings.PLURAL
+NAME_LABEL = modelservings.NAME_LABEL
 GROUP_LABEL = "modelserving.volcano.sh/group-name"
 ROLE_ID_LABEL = "modelserving.volcano.sh/role-id"
 WAIT = 60.0
@@ -90,21 +93,13 @@ class Controllers:
         return "\n".join(text[-lines:])
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 @pytest.fixture
 def controllers(
     cluster: ClusterInfo, namespace: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Controllers]:
     """The test's controller, stopped before its namespace is deleted (it watches every namespace)."""
     record = shared_dir(tmp_path_factory) / "reference-controller.json"
-    if record.exists() and _alive(json.loads(record.read_text())["pid"]):
+    if record.exists() and pid_alive(json.loads(record.read_text())["pid"]):
         pytest.skip("the shared reference controller runs in this session; run these in the serial pass (-m serial)")
     reference.install(cluster)
     kubeconfig = reference.token_kubeconfig(cluster, tmp_path)
@@ -150,30 +145,14 @@ def running_ready(pod: Any) -> bool:
     return bool(pod.status.phase == "Running" and ready and pod.metadata.deletion_timestamp is None)
 
 
-class World:
-    def __init__(self, api: Any, namespace: str) -> None:
-        self.ns = namespace
-        self.core = client.CoreV1Api(api)
-        self.custom = client.CustomObjectsApi(api)
-
-    def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        return dict(self.custom.create_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL, body))
-
-    def get(self, name: str) -> dict[str, Any]:
-        return dict(self.custom.get_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL, name))
-
-    def patch(self, name: str, body: dict[str, Any]) -> None:
-        self.custom.patch_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL, name, body)
+class World(modelservings.World):
+    """The shared handles, plus the checks these trials need."""
 
     def scrub_status(self, name: str) -> None:
         """Make the status say nothing is available, so only a new write can say otherwise."""
         self.custom.patch_namespaced_custom_object_status(
             GROUP, VERSION, self.ns, PLURAL, name, {"status": {"availableReplicas": 0}}
         )
-
-    def pods(self, name: str) -> dict[str, Any]:
-        items = self.core.list_namespaced_pod(self.ns, label_selector=f"{NAME_LABEL}={name}").items
-        return {p.metadata.name: p for p in items}
 
     def converged(self, name: str, replicas: int, ctl: Controllers) -> dict[str, Any]:
         def settled(ms: dict[str, Any]) -> bool:

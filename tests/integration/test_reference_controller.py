@@ -13,15 +13,16 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 from conformance.cluster.faults import Fault, FaultInjector
 from conformance.framework.waits import wait_for
 
+from . import modelservings
+
 pytestmark = pytest.mark.cluster
 
-GROUP, VERSION, PLURAL = "workload.serving.volcano.sh", "v1alpha1", "modelservings"
-NAME = "modelserving.volcano.sh/name"
+GROUP, VERSION, PLURAL = modelservings.GROUP, modelservings.VERSION, modelservings.PLURAL
+NAME = modelservings.NAME_LABEL
 
 
 def modelserving(
@@ -44,27 +45,8 @@ def role(name: str, *, replicas: int = 1, worker_replicas: int = 0, image: str =
     return out
 
 
-class World:
-    """The test's handles on its namespace."""
-
-    def __init__(self, api: Any, namespace: str) -> None:
-        self.ns = namespace
-        self.core = client.CoreV1Api(api)
-        self.apps = client.AppsV1Api(api)
-        self.custom = client.CustomObjectsApi(api)
-
-    def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        return dict(self.custom.create_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL, body))
-
-    def get(self, name: str) -> dict[str, Any]:
-        return dict(self.custom.get_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL, name))
-
-    def patch(self, name: str, body: dict[str, Any]) -> None:
-        self.custom.patch_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL, name, body)
-
-    def pods(self, name: str) -> dict[str, Any]:
-        items = self.core.list_namespaced_pod(self.ns, label_selector=f"{NAME}={name}").items
-        return {p.metadata.name: p for p in items}
+class World(modelservings.World):
+    """The shared handles, plus waiting for a ModelServing to be available."""
 
     def available(self, name: str, replicas: int, *, timeout: float = 60) -> dict[str, Any]:
         def status() -> dict[str, Any]:
@@ -79,10 +61,6 @@ class World:
             ),
             timeout=timeout,
         )
-
-    def events(self, name: str) -> list[str]:
-        items = self.core.list_namespaced_event(self.ns, field_selector=f"involvedObject.name={name}").items
-        return [e.reason for e in items]
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from ..provider import ClusterInfo, Progress, Provider, kwok_fault_injector, qui
 from ..spec import ClusterSpec
 from ..versions import PINNED
 from .components import RunLayout
-from .processes import log_tail
+from .processes import log_tail, pid_alive
 
 DOWN_GRACE = 3.0
 SIMULATED = (
@@ -57,20 +57,6 @@ def _lock_is_held(lock_path: Path) -> bool:
     finally:
         os.close(fd)
     return False
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is not alive
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 class LocalProvider(Provider):
@@ -207,15 +193,15 @@ class LocalProvider(Provider):
     def _stop_supervisor(self, layout: RunLayout, proc: subprocess.Popen[str] | None) -> None:
         state = self._read_state(layout)
         pid = proc.pid if proc else state.get("supervisor_pid")
-        if isinstance(pid, int) and _pid_alive(pid):
+        if isinstance(pid, int) and pid_alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
             deadline = time.monotonic() + DOWN_GRACE
-            while time.monotonic() < deadline and (layout.root.exists() or _pid_alive(pid)):
+            while time.monotonic() < deadline and (layout.root.exists() or pid_alive(pid)):
                 if proc is not None and proc.poll() is not None and not layout.root.exists():
                     break
                 time.sleep(0.02)
-            if _pid_alive(pid):
+            if pid_alive(pid):
                 os.kill(pid, signal.SIGKILL)
         if proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -269,7 +255,7 @@ class LocalProvider(Provider):
             return None
         state = self._read_state(layout)
         state["live"] = _lock_is_held(layout.lock)
-        state["components_alive"] = {n: _pid_alive(p) for n, p in (state.get("components") or {}).items()}
+        state["components_alive"] = {n: pid_alive(p) for n, p in (state.get("components") or {}).items()}
         return state
 
     def info(self, name: str) -> ClusterInfo:
