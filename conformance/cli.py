@@ -270,8 +270,21 @@ def binaries_path() -> None:
     "--report-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True
 )
 @click.option("--keep-cluster", is_flag=True, help="leave the cluster running afterwards")
+@click.option(
+    "--implementation",
+    type=click.Choice(["reference", "external"]),
+    default="reference",
+    show_default=True,
+    help="deploy the reference controller, or test one already running in the cluster",
+)
 def run_command(
-    provider_name: str, name: str, kubeconfig: str | None, context: str | None, report_dir: Path, keep_cluster: bool
+    provider_name: str,
+    name: str,
+    kubeconfig: str | None,
+    context: str | None,
+    report_dir: Path,
+    keep_cluster: bool,
+    implementation: str,
 ) -> None:
     """Provision a cluster, run the checks and write the report (always written)."""
     from .runner import run as run_suite
@@ -283,6 +296,7 @@ def run_command(
             kubeconfig=kubeconfig,
             context=context,
             keep_cluster=keep_cluster,
+            implementation=implementation,
             progress=_progress_printer(),
         )
     except HarnessError as exc:

@@ -1,11 +1,12 @@
 """``kthena-conformance run``: provision a cluster, check it, write the report.
 
-Today this is the harness half of the main job: it brings up the chosen cluster, runs the
-preflight checks that do not depend on the ModelServing implementation (API reachable, Nodes
-Ready, the ModelServing CRD served), and always writes a schema-versioned report saying exactly
-what ran. The ModelServing profiles (Core, Plugins, HeadlessServiceDNS, ...) and the reference
-controller arrive with later issues; until then the report's verdict is ``not-run`` and says why,
-never ``success``.
+Today this is the harness half of the main job: it brings up the chosen cluster, deploys the
+implementation under test (the reference controller, with a least-privilege token and its
+webhook; or ``--implementation external`` for one already running), runs the preflight checks
+(Nodes Ready, the ModelServing CRD served at v1alpha1, the admission webhook answering), and
+always writes a schema-versioned report saying exactly what ran. The ModelServing profiles
+(Core, Plugins, HeadlessServiceDNS, ...) arrive with later issues; until then the verdict is
+``not-run`` and says why, never ``success``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,35 @@ class Check:
 class RunResult:
     report: dict[str, Any]
     paths: list[Path] = field(default_factory=list)
+
+
+def webhook_check(info: ClusterInfo) -> Check:
+    """Does an admission webhook answer for ModelServings? (A dry-run create of a spec that only a
+    webhook rejects: workerReplicas 1 without a workerTemplate.)"""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    from .cluster.kube import api_client
+
+    custom: Any = client.CustomObjectsApi(api_client(info.kubeconfig, info.context))
+    pod = {"spec": {"containers": [{"name": "c", "image": "i"}]}}
+    probe = {
+        "apiVersion": "workload.serving.volcano.sh/v1alpha1",
+        "kind": "ModelServing",
+        "metadata": {"name": "preflight-probe"},
+        "spec": {"template": {"roles": [{"name": "r", "workerReplicas": 1, "entryTemplate": pod}]}},
+    }
+    try:
+        custom.create_namespaced_custom_object(
+            "workload.serving.volcano.sh", "v1alpha1", "default", "modelservings", probe, dry_run="All"
+        )
+    except ApiException as exc:
+        if exc.status in (400, 403, 422):
+            return Check("admission-webhook", True, "a spec without the required workerTemplate was rejected")
+        return Check("admission-webhook", False, f"the probe failed with HTTP {exc.status}")
+    return Check(
+        "admission-webhook", False, "a spec missing its workerTemplate was accepted: no validating webhook answers"
+    )
 
 
 def preflight(info: ClusterInfo) -> list[Check]:
@@ -83,6 +114,7 @@ def run(
     kubeconfig: str | None = None,
     context: str | None = None,
     keep_cluster: bool = False,
+    implementation: str = "reference",
     progress: Progress = quiet,
 ) -> RunResult:
     provider = get_provider(provider_name, kubeconfig=kubeconfig, context=context)
@@ -92,31 +124,61 @@ def run(
         "schemaVersion": REPORT_SCHEMA,
         "suite": {"name": "kthena-conformance", "version": __version__},
         "startedAt": started.isoformat(timespec="seconds"),
-        "implementation": {"name": None, "note": "no implementation is deployed yet (reference controller: issue 3)"},
+        "implementation": {"name": implementation},
         "profiles": [],
         "verdict": "not-run",
         "notes": [
             "The ModelServing profiles (Core, Plugins, HeadlessServiceDNS, Rollout, InPlaceUpdate, Accelerators, "
-            "EvictionBudget, Autoscaling) are not implemented yet; this run provisions and checks the cluster only.",
+            "EvictionBudget, Autoscaling) are not implemented yet; this run provisions the cluster, deploys the "
+            "implementation and runs the preflight checks only.",
         ],
     }
     info: ClusterInfo | None = None
+    controller: Any = None
+    secrets = tempfile.TemporaryDirectory(prefix="kthena-conformance-secrets-")
     try:
         owner = None if keep_cluster else os.getpid()
         info = provider.up(spec, progress=progress, owner_pid=owner)
         report["cluster"] = info.as_report()
+        if implementation == "reference":
+            progress("deploying the reference controller (least-privilege token, webhook)")
+            controller = _deploy_reference(info, Path(secrets.name), report_dir)
+            report["implementation"] = {"name": "kthena-ref", "version": __version__, "deployedBy": "harness",
+                                        "log": str(controller.log)}  # fmt: skip
         progress("running preflight checks")
         checks = preflight(info)
+        if info.provider == "local" or implementation == "external":
+            checks.append(webhook_check(info))
         report["preflight"] = [c.as_dict() for c in checks]
     except HarnessError as exc:
         report["verdict"] = "error"
         report["error"] = {"message": exc.message, "hint": exc.hint}
     finally:
+        if controller is not None:
+            controller.stop()
+        secrets.cleanup()
         if info is not None and not keep_cluster:
             provider.down(info.name)
         report["finishedAt"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         paths = write_report(report, report_dir)
     return RunResult(report, paths)
+
+
+def _deploy_reference(info: ClusterInfo, secrets: Path, report_dir: Path) -> Any:
+    """The reference controller as the harness runs it: manifests, token, webhook on loopback.
+    The token and keys go to ``secrets`` (a private temporary directory), never to the report."""
+    from .implementations import reference
+
+    report_dir.mkdir(parents=True, exist_ok=True)
+    reference.install(info)
+    kubeconfig = reference.token_kubeconfig(info, secrets)
+    webhook = reference.webhook_certificates(secrets) if info.provider == "local" else None
+    log = report_dir / "kthena-ref.log"
+    log.unlink(missing_ok=True)
+    controller = reference.start(kubeconfig, log, owner_pid=os.getpid(), extra=webhook.flags() if webhook else ())
+    if webhook is not None:
+        reference.register_webhook(info, webhook)
+    return controller
 
 
 def write_report(report: dict[str, Any], report_dir: Path) -> list[Path]:
