@@ -93,10 +93,15 @@ def load_modelserving(path: Path) -> Any:
 def render_command(path: Path, gang: bool) -> None:
     """Print, as YAML, every object the controller would create for PATH from scratch."""
     from .planner.plan import Observed, plan
+    from .plugins.base import PluginConfigError
 
     ms = load_modelserving(path)
-    result = plan(Observed(ms=ms, pods=[], podgroups=[] if gang else None))
-    docs = [*result.create_revisions, *result.apply_podgroups, *result.create_pods]
+    try:
+        result = plan(Observed(ms=ms, pods=[], podgroups=[] if gang else None, services=[]))
+    except PluginConfigError as exc:
+        _fail(f"{path}: {exc}", "fix the plugin named above")
+        return
+    docs = [*result.create_revisions, *result.apply_podgroups, *result.create_services, *result.create_pods]
     click.echo(yaml.safe_dump_all(docs, sort_keys=False), nl=False)
 
 

@@ -17,10 +17,8 @@ from pydantic import ValidationError
 from ..api.types import ModelServing, RecoveryPolicy, RolloutStrategyType
 from ..planner import intstr
 from ..planner.names import generated_name_problem
-
-# Plugins the reference controller knows (the plugin framework arrives with issue 4): an unknown
-# plugin name is rejected at admission (spec reading 3).
-KNOWN_PLUGINS: frozenset[str] = frozenset()
+from ..plugins.base import PluginConfigError, normalized_chain
+from ..plugins.builtin import REGISTRY
 
 
 @dataclass(frozen=True)
@@ -118,12 +116,23 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Fie
                 )
             )
 
+    # Unknown plugins, bad configs and bad scopes are rejected here (spec readings 3 and 4).
     for k, plugin in enumerate(spec.plugins or []):
-        if plugin.name not in KNOWN_PLUGINS:
-            known = ", ".join(sorted(KNOWN_PLUGINS)) or "none yet"
+        try:
+            REGISTRY.build(plugin, f"spec.plugins[{k}]")
+        except PluginConfigError as exc:
+            errors.append(FieldError(exc.field, exc.reason))
+    if old is not None:
+        try:
+            before: ModelServing | None = ModelServing.model_validate(old)
+        except ValidationError:
+            before = None
+        if before is not None and normalized_chain(before.spec.plugins) != normalized_chain(spec.plugins):
             errors.append(
                 FieldError(
-                    f"spec.plugins[{k}].name", f"{plugin.name!r} is not a registered plugin (registered: {known})"
+                    "spec.plugins",
+                    "the plugin chain is immutable after creation: adding, removing, reordering or changing a "
+                    "plugin's config or scope needs a new ModelServing and a traffic migration",
                 )
             )
 

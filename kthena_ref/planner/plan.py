@@ -28,7 +28,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from ..api.types import ModelServing, RecoveryPolicy, Role, RolloutStrategyType
+from ..api.types import ModelServing, PluginTarget, RecoveryPolicy, Role, RolloutStrategyType
+from ..plugins import build_chain
+from ..plugins.base import BoundPlugin, HookRequest, PluginError
+from ..plugins.builtin import LABEL_SERVICE_KIND
 from . import intstr, quantity
 from .names import (
     ANNOTATION_DELETION_COST,
@@ -167,6 +170,9 @@ class Plan:
     delete_podgroups: list[str] = field(default_factory=list)
     status: dict[str, Any] = field(default_factory=dict)
     running_instances: frozenset[str] = frozenset()  # for the next reconcile's previously_running
+    create_services: list[dict[str, Any]] = field(default_factory=list)
+    delete_services: list[tuple[str, str]] = field(default_factory=list)  # (name, uid precondition)
+    plugin_errors: list[str] = field(default_factory=list)  # the reconcile is retried with backoff
     events: list[Event] = field(default_factory=list)
     requeue_after: float | None = None
 
@@ -186,6 +192,9 @@ class Observed:
     # Role instances ("<group>/<role-id>") the previous reconcile saw Running and Ready; None when
     # there was no previous reconcile (a fresh controller): then no RoleRunning is emitted.
     previously_running: frozenset[str] | None = None
+    # Auxiliary Services the plugins manage (labelled with the ModelServing); None: not observed,
+    # so no Service is planned (unit tests of other behaviour).
+    services: list[dict[str, Any]] | None = None
     now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
 
 
@@ -220,6 +229,7 @@ def plan(observed: Observed) -> Plan:
     name = ms.metadata.name
     out = Plan()
     gang = observed.podgroups is not None and spec.scheduler_name == "volcano"
+    chain = build_chain(ms)  # validated at admission (and by the controller before planning)
 
     # 1. revisions
     update_rev = revision_of(spec.template.roles)
@@ -359,14 +369,24 @@ def plan(observed: Observed) -> Plan:
         for pid in expected_pods(roles, ordinal):
             if pid in present or (pid.role, pid.index) in busy_instances:
                 continue
-            out.create_pods.append(build_pod(ms, roles, rev, pid, gang=gang))
+            new_pod = build_pod(ms, roles, rev, pid, gang=gang)
+            try:
+                _run_pod_create(chain, ms, roles, pid, new_pod)
+            except PluginError as exc:
+                message = f"pod {new_pod['metadata']['name']} not created: {exc}"
+                out.plugin_errors.append(message)
+                out.events.append(Event("Warning", "PluginError", message))
+                continue
+            out.create_pods.append(new_pod)
             created_instances.add(pid.role_id)
         for rid in sorted(created_instances):
             out.events.append(
                 Event("Normal", "RoleCreating", f"creating role {rid} of ServingGroup {group_name(name, ordinal)}")
             )
 
-    # 6. revisions, PodGroups, status
+    # 6. plugin-managed Services, revisions, PodGroups, status
+    if observed.services is not None and chain:
+        _services(out, ms, chain, kept, target_revision, roles_for, observed.services)
     _revisions(out, ms, observed, update_rev, current_rev, {g.revision for g in groups.values()})
     if gang:
         _podgroups(out, ms, observed.podgroups or [], kept, set(groups), roles_for, target_revision)
@@ -377,6 +397,61 @@ def plan(observed: Observed) -> Plan:
             group_label, rid = instance.split("/")
             out.events.append(Event("Normal", "RoleRunning", f"role {rid} of ServingGroup {group_label} is running"))
     return out
+
+
+def _request(
+    ms: ModelServing, role: Role, ordinal: int, index: int, target: PluginTarget, pod: Any = None
+) -> HookRequest:
+    return HookRequest(
+        ms=ms,
+        group=group_name(ms.metadata.name, ordinal),
+        ordinal=ordinal,
+        role=role,
+        role_index=index,
+        target=target,
+        pod=pod,
+    )
+
+
+def _run_pod_create(
+    chain: list[BoundPlugin], ms: ModelServing, roles: list[Role], pid: PodId, pod: dict[str, Any]
+) -> None:
+    """OnPodCreate of every in-scope plugin, in list order, each seeing the previous mutations."""
+    role = next(r for r in roles if r.name == pid.role)
+    target = PluginTarget.ENTRY if pid.is_entry else PluginTarget.WORKER
+    for bound in chain:
+        if bound.in_scope(role.name, target):
+            bound.plugin.on_pod_create(_request(ms, role, pid.ordinal, pid.index, target, pod))
+
+
+def _services(
+    out: Plan,
+    ms: ModelServing,
+    chain: list[BoundPlugin],
+    kept: set[int],
+    target_revision: Any,
+    roles_for: Any,
+    observed: list[dict[str, Any]],
+) -> None:
+    """Create the Services the plugins want for every kept Role instance (again after an
+    accidental deletion); delete ours that no instance wants any more. Their presence never
+    decides whether a Role or ServingGroup exists: groups are derived from Pods only."""
+    desired: dict[str, dict[str, Any]] = {}
+    for ordinal in sorted(kept):
+        for role in roles_for(target_revision(ordinal)):
+            for index in range(role.replicas):
+                req = _request(ms, role, ordinal, index, PluginTarget.ALL)
+                for bound in chain:
+                    if bound.in_scope(role.name, PluginTarget.ALL):
+                        for obj in bound.plugin.on_role_sync(req):
+                            desired[obj["metadata"]["name"]] = obj
+    have = {svc["metadata"]["name"]: svc for svc in observed}
+    for name in sorted(desired.keys() - have.keys()):
+        out.create_services.append(desired[name])
+    for name in sorted(have.keys() - desired.keys()):
+        meta = have[name]["metadata"]
+        if LABEL_SERVICE_KIND in (meta.get("labels") or {}) and not meta.get("deletionTimestamp"):
+            out.delete_services.append((name, meta.get("uid", "")))
 
 
 def _running_instances(ms: str, groups: dict[int, Group], roles_for: Any) -> frozenset[str]:

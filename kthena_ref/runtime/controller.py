@@ -64,6 +64,9 @@ class Controller:
             self.rev_informer = Informer(
                 "controllerrevisions", apps.list_namespaced_controller_revision, namespace=ns, label_selector=selector
             )
+            self.svc_informer = Informer(
+                "services", core.list_namespaced_service, namespace=ns, label_selector=selector
+            )
         else:
             self.ms_informer = Informer(
                 "modelservings", custom.list_cluster_custom_object, group=GROUP, version=VERSION, plural=PLURAL
@@ -72,6 +75,7 @@ class Controller:
             self.rev_informer = Informer(
                 "controllerrevisions", apps.list_controller_revision_for_all_namespaces, label_selector=selector
             )
+            self.svc_informer = Informer("services", core.list_service_for_all_namespaces, label_selector=selector)
         self.pg_informer: Informer | None = None
         self._custom = custom
         self.pods_by_owner: dict[str, dict[str, Obj]] = {}
@@ -81,6 +85,7 @@ class Controller:
         self.ms_informer.add_handler(self._on_modelserving)
         self.pod_informer.add_handler(self._on_pod)
         self.rev_informer.add_handler(self._on_owned)
+        self.svc_informer.add_handler(self._on_owned)
         self.reconciles = 0
 
     # -- event handlers (synchronous, cheap) ----------------------------------------------------
@@ -135,6 +140,7 @@ class Controller:
             return [o for o in objects.values() if self._owner_key(o) == key]
 
         revisions = owned(self.rev_informer.cache)
+        services = owned(self.svc_informer.cache)
         podgroups = owned(self.pg_informer.cache) if self.pg_informer is not None else None
         return Observed(
             ms=ms,
@@ -143,6 +149,7 @@ class Controller:
             podgroups=podgroups,
             lost=frozenset(self.lost.get(key, set())),
             previously_running=self.running.get(key),
+            services=services,
             now=dt.datetime.now(dt.UTC),
         )
 
@@ -173,8 +180,8 @@ class Controller:
         for uid in outcome.failed_delete_uids:  # nor for these: the retry must not wait for the TTL
             self.expectations.deleted(key, uid)
             self._our_deletions.discard(uid)
-        if outcome.errors:
-            raise ReconcileError("; ".join(outcome.errors[:5]))
+        if outcome.errors or result.plugin_errors:
+            raise ReconcileError("; ".join([*outcome.errors, *result.plugin_errors][:5]))
         return result.requeue_after
 
     async def _report_invalid(self, raw: Obj, errors: list[FieldError]) -> None:
@@ -226,7 +233,7 @@ class Controller:
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Run until ``stop`` is set (or the task is cancelled); shuts down cleanly either way."""
-        informers = [self.ms_informer, self.pod_informer, self.rev_informer]
+        informers = [self.ms_informer, self.pod_informer, self.rev_informer, self.svc_informer]
         if await self._podgroups_served():
             ns = self.config.namespace
             call = self._custom.list_namespaced_custom_object if ns else self._custom.list_cluster_custom_object

@@ -1,0 +1,20 @@
+"""Plugins: the framework (:mod:`.base`) and the built-ins (:mod:`.builtin`)."""
+
+from __future__ import annotations
+
+from ..api.types import ModelServing
+from .base import BoundPlugin, PluginConfigError, Registry
+from .builtin import REGISTRY
+
+
+def build_chain(ms: ModelServing, registry: Registry = REGISTRY) -> list[BoundPlugin]:
+    """The ModelServing's plugin chain, in list order (raises PluginConfigError naming the field)."""
+    chain = []
+    seen: set[str] = set()
+    for i, spec in enumerate(ms.spec.plugins or []):
+        field = f"spec.plugins[{i}]"
+        if spec.name in seen:
+            raise PluginConfigError(f"{field}.name", f"plugin {spec.name!r} appears more than once")
+        seen.add(spec.name)
+        chain.append(BoundPlugin(registry.build(spec, field), spec))
+    return chain
