@@ -391,6 +391,18 @@ def plan(observed: Observed) -> Plan:
     if gang:
         _podgroups(out, ms, observed.podgroups or [], kept, set(groups), roles_for, target_revision)
     out.status = _status(ms, groups, kept, update_rev, current_rev, roles_for, observed.now)
+    if chain:  # plugin failures are visible in status too, not only as Events (spec reading 2)
+        failed = bool(out.plugin_errors)
+        out.status["conditions"].append(
+            _condition(
+                ms,
+                "PluginsSucceeded",
+                not failed,
+                "PluginError" if failed else "PluginsSucceeded",
+                "; ".join(out.plugin_errors[:3]) if failed else f"{len(chain)} plugin(s) applied",
+                observed.now,
+            )
+        )
     out.running_instances = _running_instances(name, groups, roles_for)
     if observed.previously_running is not None:
         for instance in sorted(out.running_instances - observed.previously_running):
@@ -450,8 +462,11 @@ def _services(
         out.create_services.append(desired[name])
     for name in sorted(have.keys() - desired.keys()):
         meta = have[name]["metadata"]
-        if LABEL_SERVICE_KIND in (meta.get("labels") or {}) and not meta.get("deletionTimestamp"):
-            out.delete_services.append((name, meta.get("uid", "")))
+        ours = any(
+            ref.get("uid") == ms.metadata.uid and ref.get("controller") for ref in meta.get("ownerReferences") or []
+        )
+        if ours and LABEL_SERVICE_KIND in (meta.get("labels") or {}) and not meta.get("deletionTimestamp"):
+            out.delete_services.append((name, meta.get("uid", "")))  # with its UID: never a replacement
 
 
 def _running_instances(ms: str, groups: dict[int, Group], roles_for: Any) -> frozenset[str]:

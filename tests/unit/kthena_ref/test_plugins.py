@@ -154,6 +154,11 @@ def test_services_are_recreated_when_missing_and_removed_when_unwanted() -> None
     again = plan(Observed(ms=m, pods=[], services=[services[1], stale]))
     assert [s["metadata"]["name"] for s in again.create_services] == [services[0]["metadata"]["name"]]
     assert again.delete_services == [("ms-7-r-0", "uid-stale")]
+    foreign = copy.deepcopy(stale)
+    foreign["metadata"]["ownerReferences"][0]["uid"] = "someone-else"
+    assert plan(Observed(ms=m, pods=[], services=[*services, foreign])).delete_services == [], (
+        "never delete what is not ours"
+    )
 
 
 def test_plugins_run_in_order_and_each_sees_the_previous_mutations() -> None:
@@ -202,6 +207,9 @@ def test_a_plugin_error_skips_that_pod_and_is_reported(monkeypatch: pytest.Monke
     assert [p["metadata"]["name"] for p in result.create_pods] == ["ms-0-r-0-0"]
     assert result.plugin_errors == ["pod ms-0-r-0-1 not created: no workers today"]
     assert [e.reason for e in result.events if e.type == "Warning"] == ["PluginError"]
+    condition = next(c for c in result.status["conditions"] if c["type"] == "PluginsSucceeded")
+    assert (condition["status"], condition["reason"]) == ("False", "PluginError")
+    assert "no workers today" in condition["message"]
 
 
 def test_a_plugin_name_may_appear_only_once() -> None:
