@@ -47,25 +47,36 @@ def _manifests(*which: str) -> list[dict[str, Any]]:
 
 
 def apply(api: Any, doc: dict[str, Any]) -> None:
-    """Create ``doc`` or replace it (server-side semantics are not needed for these few objects)."""
-    from kubernetes import dynamic
+    """Create ``doc`` or replace it, for the cluster-scoped kinds the harness installs.
+
+    The typed APIs, not the dynamic client: the latter caches discovery in /tmp/osrcp-*.json files
+    that nothing removes, and the harness leaves no temporary files behind.
+    """
+    from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    dyn = dynamic.DynamicClient(api)  # type: ignore[no-untyped-call]
-    resource = dyn.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
-    namespace = doc["metadata"].get("namespace")
+    handles: dict[str, tuple[Any, str]] = {
+        "CustomResourceDefinition": (client.ApiextensionsV1Api(api), "custom_resource_definition"),
+        "ClusterRole": (client.RbacAuthorizationV1Api(api), "cluster_role"),
+        "ClusterRoleBinding": (client.RbacAuthorizationV1Api(api), "cluster_role_binding"),
+        "ValidatingWebhookConfiguration": (client.AdmissionregistrationV1Api(api), "validating_webhook_configuration"),
+    }
+    if doc["kind"] not in handles:
+        raise HarnessError(f"the harness cannot apply a {doc['kind']}", "this is a bug in the manifests it installs")
+    api_object, kind = handles[doc["kind"]]
+    name = doc["metadata"]["name"]
     try:
-        resource.create(body=doc, namespace=namespace)
+        getattr(api_object, f"create_{kind}")(doc)
     except ApiException as exc:
         if exc.status != 409:
             raise
 
         def replace() -> object:
-            current = resource.get(name=doc["metadata"]["name"], namespace=namespace)
-            doc["metadata"]["resourceVersion"] = current.metadata.resourceVersion
-            return resource.replace(body=doc, namespace=namespace)
+            current = getattr(api_object, f"read_{kind}")(name)
+            doc["metadata"]["resourceVersion"] = current.metadata.resource_version
+            return getattr(api_object, f"replace_{kind}")(name, doc)
 
-        wait_for(f"{doc['kind']} {doc['metadata']['name']} replaced", replace, timeout=30)
+        wait_for(f"{doc['kind']} {name} replaced", replace, timeout=30)
 
 
 def install(info: ClusterInfo, *, podgroup_crd: bool = True) -> None:
