@@ -173,6 +173,7 @@ class Plan:
     create_services: list[dict[str, Any]] = field(default_factory=list)
     delete_services: list[tuple[str, str]] = field(default_factory=list)  # (name, uid precondition)
     plugin_errors: list[str] = field(default_factory=list)  # the reconcile is retried with backoff
+    reports: list[tuple[str, str]] = field(default_factory=list)  # plugin reports (reason, message)
     events: list[Event] = field(default_factory=list)
     requeue_after: float | None = None
 
@@ -239,10 +240,12 @@ def plan(observed: Observed) -> Plan:
         return roles_at.get(rev, spec.template.roles)
 
     groups: dict[int, Group] = {}
+    raw_by_instance: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
     for raw in observed.pods:
         pod = observe_pod(raw, name)
         if pod is not None:
             groups.setdefault(pod.pid.ordinal, Group(pod.pid.ordinal)).pods[pod.pid] = pod
+            raw_by_instance.setdefault((pod.pid.ordinal, pod.pid.role, pod.pid.index), []).append(raw)
     strategy = spec.rollout_strategy
     rolling = strategy.rolling_update_configuration if strategy else None
     part = intstr.partition(
@@ -371,7 +374,7 @@ def plan(observed: Observed) -> Plan:
                 continue
             new_pod = build_pod(ms, roles, rev, pid, gang=gang)
             try:
-                _run_pod_create(chain, ms, roles, pid, new_pod)
+                _run_pod_create(chain, ms, roles, pid, new_pod, raw_by_instance.get((ordinal, pid.role, pid.index)))
             except PluginError as exc:
                 message = f"pod {new_pod['metadata']['name']} not created: {exc}"
                 out.plugin_errors.append(message)
@@ -386,11 +389,19 @@ def plan(observed: Observed) -> Plan:
 
     # 6. plugin-managed Services, revisions, PodGroups, status
     if observed.services is not None and chain:
-        _services(out, ms, chain, kept, target_revision, roles_for, observed.services)
+        _services(out, ms, chain, kept, target_revision, roles_for, observed.services, raw_by_instance)
     _revisions(out, ms, observed, update_rev, current_rev, {g.revision for g in groups.values()})
     if gang:
         _podgroups(out, ms, observed.podgroups or [], kept, set(groups), roles_for, target_revision)
     out.status = _status(ms, groups, kept, update_rev, current_rev, roles_for, observed.now)
+    for reason in sorted({r for r, _ in out.reports}):  # e.g. MigrationRequired: Event and condition
+        messages = [m for r, m in out.reports if r == reason]
+        already = ms.status is not None and any(
+            c.type == reason and c.status == "True" for c in ms.status.conditions or []
+        )
+        if not already:  # one Event when the situation appears, not one per reconcile
+            out.events.extend(Event("Warning", reason, m) for m in messages)
+        out.status["conditions"].append(_condition(ms, reason, True, reason, "; ".join(messages[:3]), observed.now))
     if chain:  # plugin failures are visible in status too, not only as Events (spec reading 2)
         failed = bool(out.plugin_errors)
         out.status["conditions"].append(
@@ -412,7 +423,13 @@ def plan(observed: Observed) -> Plan:
 
 
 def _request(
-    ms: ModelServing, role: Role, ordinal: int, index: int, target: PluginTarget, pod: Any = None
+    ms: ModelServing,
+    role: Role,
+    ordinal: int,
+    index: int,
+    target: PluginTarget,
+    pod: Any = None,
+    instance_pods: list[dict[str, Any]] | None = None,
 ) -> HookRequest:
     return HookRequest(
         ms=ms,
@@ -420,20 +437,26 @@ def _request(
         ordinal=ordinal,
         role=role,
         role_index=index,
+        instance_pods=instance_pods or [],
         target=target,
         pod=pod,
     )
 
 
 def _run_pod_create(
-    chain: list[BoundPlugin], ms: ModelServing, roles: list[Role], pid: PodId, pod: dict[str, Any]
+    chain: list[BoundPlugin],
+    ms: ModelServing,
+    roles: list[Role],
+    pid: PodId,
+    pod: dict[str, Any],
+    instance_pods: list[dict[str, Any]] | None = None,
 ) -> None:
     """OnPodCreate of every in-scope plugin, in list order, each seeing the previous mutations."""
     role = next(r for r in roles if r.name == pid.role)
     target = PluginTarget.ENTRY if pid.is_entry else PluginTarget.WORKER
     for bound in chain:
         if bound.in_scope(role.name, target):
-            bound.plugin.on_pod_create(_request(ms, role, pid.ordinal, pid.index, target, pod))
+            bound.plugin.on_pod_create(_request(ms, role, pid.ordinal, pid.index, target, pod, instance_pods))
 
 
 def _services(
@@ -444,6 +467,7 @@ def _services(
     target_revision: Any,
     roles_for: Any,
     observed: list[dict[str, Any]],
+    instance_pods: dict[tuple[int, str, int], list[dict[str, Any]]],
 ) -> None:
     """Create the Services the plugins want for every kept Role instance (again after an
     accidental deletion); delete ours that no instance wants any more. Their presence never
@@ -452,11 +476,15 @@ def _services(
     for ordinal in sorted(kept):
         for role in roles_for(target_revision(ordinal)):
             for index in range(role.replicas):
-                req = _request(ms, role, ordinal, index, PluginTarget.ALL)
+                req = _request(
+                    ms, role, ordinal, index, PluginTarget.ALL, None, instance_pods.get((ordinal, role.name, index))
+                )
                 for bound in chain:
                     if bound.in_scope(role.name, PluginTarget.ALL):
                         for obj in bound.plugin.on_role_sync(req):
                             desired[obj["metadata"]["name"]] = obj
+                for reason, message in req.reports:
+                    out.reports.append((reason, message))
     have = {svc["metadata"]["name"]: svc for svc in observed}
     for name in sorted(desired.keys() - have.keys()):
         out.create_services.append(desired[name])

@@ -45,6 +45,10 @@ class HookRequest:
     target: PluginTarget  # ENTRY or WORKER for Pod hooks; ALL for Role hooks
     pod: dict[str, Any] | None = None
     runtime: Any = None  # client and listers, for plugins that need them
+    # The Pods of this Role instance as observed (cache-backed lister, read-only).
+    instance_pods: list[dict[str, Any]] = field(default_factory=list)
+    # What the plugin reports: (reason, message) pairs become Events and a status condition.
+    reports: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def role_id(self) -> str:

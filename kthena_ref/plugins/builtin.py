@@ -80,13 +80,22 @@ class HeadlessService(NoOpHooks):
     def applies(req: HookRequest) -> bool:
         return req.role.worker_template is not None
 
+    @staticmethod
+    def legacy_layout(req: HookRequest) -> bool:
+        """Do the instance's Pods already use the entry-named all-member Service as their
+        subdomain (the layout older controllers made)? Then the layout is preserved and
+        MigrationRequired reported: the running Pods' subdomain and env cannot change."""
+        entry = entry_service_name(req)
+        return any((p.get("spec") or {}).get("subdomain") == entry for p in req.instance_pods)
+
     def on_pod_create(self, req: HookRequest) -> None:
         if not self.applies(req):
             return
         assert req.pod is not None
         spec = req.pod["spec"]
         spec["hostname"] = req.pod["metadata"]["name"]
-        spec["subdomain"] = discovery_service_name(req)
+        # A Pod recreated into a legacy instance keeps the old layout (spec reading 10).
+        spec["subdomain"] = entry_service_name(req) if self.legacy_layout(req) else discovery_service_name(req)
         address = f"{entry_service_name(req)}.{req.ms.metadata.namespace}"
         for container in _containers(req.pod):
             kept = [e for e in container.get("env") or [] if e.get("name") != "ENTRY_ADDRESS"]
@@ -95,6 +104,16 @@ class HeadlessService(NoOpHooks):
     def on_role_sync(self, req: HookRequest) -> list[dict[str, Any]]:
         if not self.applies(req):
             return []
+        legacy = self.legacy_layout(req)
+        if legacy:
+            req.reports.append(
+                (
+                    "MigrationRequired",
+                    f"role {req.role_id} of ServingGroup {req.group} uses the all-member Service "
+                    f"{entry_service_name(req)} as its Pods' subdomain; the layout is preserved: create a new "
+                    "ModelServing and migrate traffic to get the Entry and Discovery Services",
+                )
+            )
         from ..planner.pods import owner_reference
 
         ms = req.ms.metadata.name
@@ -113,10 +132,10 @@ class HeadlessService(NoOpHooks):
                 "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": selector},
             }
 
-        return [
-            service(entry_service_name(req), "entry", {**base, LABEL_ENTRY: "true"}),
-            service(discovery_service_name(req), "discovery", dict(base)),
-        ]
+        entry = service(entry_service_name(req), "entry", {**base, LABEL_ENTRY: "true"})
+        if legacy:  # the existing all-member Service keeps its name, UID and selector
+            return [entry]
+        return [entry, service(discovery_service_name(req), "discovery", dict(base))]
 
 
 def default_registry() -> Registry:

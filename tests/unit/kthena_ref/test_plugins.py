@@ -221,3 +221,42 @@ def test_a_plugin_name_may_appear_only_once() -> None:
     )
     with pytest.raises(PluginConfigError, match="more than once"):
         build_chain(m)
+
+
+def legacy_pod(m: ModelServing, k: int) -> dict[str, Any]:
+    """A Running Pod an older controller made: its subdomain is the entry-named all-member Service."""
+    pod = pods_of(m)[f"ms-0-r-0-{k}"]
+    pod["spec"]["subdomain"] = "ms-0-r-0-0"
+    pod["metadata"]["uid"] = f"uid-{k}"
+    pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    return pod
+
+
+def test_legacy_all_member_subdomain_is_preserved_and_reported() -> None:
+    m = ms([{"name": "headless-service"}], workers=2)
+    survivors = [legacy_pod(m, 0), legacy_pod(m, 1)]  # worker 2 was lost
+    result = plan(Observed(ms=m, pods=survivors, services=[]))
+    recreated = {p["metadata"]["name"]: p for p in result.create_pods}
+    assert recreated["ms-0-r-0-2"]["spec"]["subdomain"] == "ms-0-r-0-0", "no Pod depends on the new layout"
+    assert [s["metadata"]["name"] for s in result.create_services] == ["ms-0-r-0-0"], "no Discovery Service"
+    assert [e.reason for e in result.events if e.type == "Warning"] == ["MigrationRequired"]
+    condition = next(c for c in result.status["conditions"] if c["type"] == "MigrationRequired")
+    assert condition["status"] == "True" and "ms-0-r-0-0" in condition["message"]
+    m.status = (
+        type(m)
+        .model_validate({"metadata": {"name": "x"}, "spec": m.spec.model_dump(by_alias=True), "status": result.status})
+        .status
+    )
+    again = plan(Observed(ms=m, pods=survivors, services=[]))
+    assert [e for e in again.events if e.reason == "MigrationRequired"] == [], "reported once, not every reconcile"
+
+
+def test_new_layout_instances_are_not_migrations() -> None:
+    m = ms([{"name": "headless-service"}], workers=1)
+    pods = list(pods_of(m).values())
+    for i, pod in enumerate(pods):
+        pod["metadata"]["uid"] = f"uid-{i}"
+        pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    result = plan(Observed(ms=m, pods=pods, services=[]))
+    assert not [c for c in result.status["conditions"] if c["type"] == "MigrationRequired"]
+    assert sorted(s["metadata"]["name"] for s in result.create_services) == ["ms-0-r-0", "ms-0-r-0-0"]
