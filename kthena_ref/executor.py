@@ -54,10 +54,10 @@ class Executor:
         ns = ms.metadata.namespace
         for revision in plan.create_revisions:
             await self._create(self.apps.create_namespaced_controller_revision(ns, revision), outcome, "revision")
+        for svc in plan.create_services:  # before the Pods: their DNS names exist when they start
+            await self._create(self.core.create_namespaced_service(ns, svc), outcome, "service")
         await self._create_pods(ns, plan.create_pods, outcome)
         await asyncio.gather(*(self._delete_pod(ns, d.name, d.uid, outcome) for d in plan.delete_pods))
-        for svc in plan.create_services:
-            await self._create(self.core.create_namespaced_service(ns, svc), outcome, "service")
         for name, uid in plan.delete_services:
             body = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid)) if uid else None
             await self._ignore_missing(self.core.delete_namespaced_service(name, ns, body=body), outcome)

@@ -75,7 +75,9 @@ def test_deleted_services_are_recreated_and_never_decide_existence(world: World)
     pods = wait_for("4 pods", lambda: world.pods("dns"), until=lambda p: len(p) == 4)
     uids = {n: p.metadata.uid for n, p in pods.items()}
     subdomain = pods["dns-0-prefill-0-1"].spec.subdomain
-    before = world.core.read_namespaced_service(subdomain, world.ns).metadata.uid
+    before = wait_for(
+        "the Discovery Service", lambda: world.core.read_namespaced_service(subdomain, world.ns).metadata.uid
+    )
     world.core.delete_namespaced_service(subdomain, world.ns)
     again = wait_for(
         "the Service back",
