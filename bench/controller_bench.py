@@ -104,14 +104,18 @@ def _namespace(core: Any, name: str) -> None:
     wait_for(f"ServiceAccount {name}/default", lambda: core.read_namespaced_service_account("default", name))
 
 
-def _cpu_seconds(pid: int) -> float:
+def _process_tree(pid: int) -> list[psutil.Process]:
+    """``pid`` and its descendants (empty when it is gone)."""
     try:
         proc = psutil.Process(pid)
-        procs = [proc, *proc.children(recursive=True)]
+        return [proc, *proc.children(recursive=True)]
     except psutil.NoSuchProcess:
-        return 0.0
+        return []
+
+
+def _cpu_seconds(pid: int) -> float:
     total = 0.0
-    for p in procs:
+    for p in _process_tree(pid):
         with contextlib.suppress(psutil.NoSuchProcess):
             times = p.cpu_times()
             total += times.user + times.system
@@ -196,13 +200,8 @@ def floor(kubeconfig: Path, core: Any, namespace: str, groups: int, timeout: flo
 
 
 def _rss_tree_mb(pid: int) -> float:
-    try:
-        proc = psutil.Process(pid)
-        procs = [proc, *proc.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return 0.0
     total = 0
-    for p in procs:
+    for p in _process_tree(pid):
         with contextlib.suppress(psutil.NoSuchProcess):
             total += p.memory_info().rss
     return total / 2**20

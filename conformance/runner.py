@@ -48,29 +48,15 @@ class RunResult:
 
 
 def webhook_check(info: ClusterInfo) -> Check:
-    """Does an admission webhook answer for ModelServings? (A dry-run create of a spec that only a
-    webhook rejects: workerReplicas 1 without a workerTemplate.)"""
-    from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
-
+    """Does an admission webhook answer for ModelServings? (see :mod:`.framework.probes`)"""
     from .cluster.kube import api_client
+    from .framework.probes import webhook_answer
 
-    custom: Any = client.CustomObjectsApi(api_client(info.kubeconfig, info.context))
-    pod = {"spec": {"containers": [{"name": "c", "image": "i"}]}}
-    probe = {
-        "apiVersion": "workload.serving.volcano.sh/v1alpha1",
-        "kind": "ModelServing",
-        "metadata": {"name": "preflight-probe"},
-        "spec": {"template": {"roles": [{"name": "r", "workerReplicas": 1, "entryTemplate": pod}]}},
-    }
-    try:
-        custom.create_namespaced_custom_object(
-            "workload.serving.volcano.sh", "v1alpha1", "default", "modelservings", probe, dry_run="All"
-        )
-    except ApiException as exc:
-        if exc.status in (400, 403, 422):
-            return Check("admission-webhook", True, "a spec without the required workerTemplate was rejected")
-        return Check("admission-webhook", False, f"the probe failed with HTTP {exc.status}")
+    status, _ = webhook_answer(api_client(info.kubeconfig, info.context))
+    if status in (400, 403, 422):
+        return Check("admission-webhook", True, "a spec without the required workerTemplate was rejected")
+    if status is not None:
+        return Check("admission-webhook", False, f"the probe failed with HTTP {status}")
     return Check(
         "admission-webhook", False, "a spec missing its workerTemplate was accepted: no validating webhook answers"
     )

@@ -27,6 +27,7 @@ import yaml
 from ..cluster.errors import HarnessError
 from ..cluster.kube import api_client
 from ..cluster.provider import ClusterInfo
+from ..framework.probes import webhook_answer
 from ..framework.waits import wait_for
 
 NAMESPACE = "kthena-system"
@@ -184,9 +185,6 @@ def register_webhook(info: ClusterInfo, webhook: Webhook) -> None:
     """Point the API server at the webhook and wait until it answers for ModelServings."""
     import base64
 
-    from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
-
     api = api_client(info.kubeconfig, info.context)
     body = {
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -215,32 +213,10 @@ def register_webhook(info: ClusterInfo, webhook: Webhook) -> None:
         ],
     }
     apply(api, body)
-    custom: Any = client.CustomObjectsApi(api)
-    probe = {
-        "apiVersion": "workload.serving.volcano.sh/v1alpha1",
-        "kind": "ModelServing",
-        "metadata": {"name": "webhook-probe"},
-        "spec": {
-            "template": {
-                "roles": [
-                    {
-                        "name": "r",
-                        "workerReplicas": 1,
-                        "entryTemplate": {"spec": {"containers": [{"name": "c", "image": "i"}]}},
-                    }
-                ]
-            }
-        },
-    }  # fmt: skip  (workerReplicas 1 without workerTemplate: only the webhook rejects this)
 
     def rejected() -> bool:
-        try:
-            custom.create_namespaced_custom_object(
-                "workload.serving.volcano.sh", "v1alpha1", "default", "modelservings", probe, dry_run="All"
-            )
-        except ApiException as exc:
-            return "validation failed" in str(exc.body)
-        return False
+        status, answer = webhook_answer(api)
+        return status is not None and "validation failed" in answer
 
     wait_for("the ModelServing webhook to answer", rejected, timeout=30)
 
@@ -271,9 +247,17 @@ class RunningController:
 
 
 def start(
-    kubeconfig: Path, log: Path, *, owner_pid: int | None = None, extra: tuple[str, ...] = ()
+    kubeconfig: Path,
+    log: Path,
+    *,
+    owner_pid: int | None = None,
+    extra: tuple[str, ...] = (),
+    wait_synced: bool = True,
 ) -> RunningController:
-    """``kthena-ref run`` in its own session, logging to ``log``; stops with ``owner_pid`` if given."""
+    """``kthena-ref run`` in its own session, logging to ``log``; stops with ``owner_pid`` if given.
+
+    ``wait_synced=False`` returns at once: a controller with ``--leader-elect`` syncs its caches
+    only once it holds the Lease, which a standby may never do."""
     argv = [sys.executable, "-m", "kthena_ref.cli", "run", "--kubeconfig", str(kubeconfig), *extra]
     if owner_pid is not None:
         argv += ["--owner-pid", str(owner_pid)]
@@ -287,6 +271,8 @@ def start(
             start_new_session=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
+    if not wait_synced:
+        return RunningController(proc, log)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:

@@ -28,7 +28,9 @@ def test_only_the_lease_holder_acts_and_a_standby_takes_over(
     running: list[reference.RunningController] = []
     try:
         for log in ("a.log", "b.log"):
-            running.append(start_elected(kubeconfig, tmp_path / log, flags))
+            running.append(
+                reference.start(kubeconfig, tmp_path / log, owner_pid=os.getpid(), extra=flags, wait_synced=False)
+            )
         coordination = client.CoordinationV1Api(api_client)
         holder = wait_for(
             "a Lease holder", lambda: coordination.read_namespaced_lease(*LEASE).spec.holder_identity, timeout=60
@@ -62,25 +64,3 @@ def test_only_the_lease_holder_acts_and_a_standby_takes_over(
     finally:
         for controller in running:
             controller.stop()
-
-
-def start_elected(kubeconfig: Path, log: Path, flags: tuple[str, ...]) -> reference.RunningController:
-    """Start a controller that may wait for the Lease: it logs "caches synced" only once it leads."""
-    import subprocess
-    import sys
-
-    argv = [
-        sys.executable,
-        "-m",
-        "kthena_ref.cli",
-        "run",
-        "--kubeconfig",
-        str(kubeconfig),
-        "--owner-pid",
-        str(os.getpid()),
-        *flags,
-    ]
-    with log.open("ab") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
-    return reference.RunningController(proc, log)
