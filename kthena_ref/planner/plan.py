@@ -18,6 +18,14 @@ One reconcile, in order:
    highest ordinal first, within the maxUnavailable budget;
 5. create every missing Pod of every kept group whose members are not still terminating;
 6. ControllerRevisions (history limit counts only non-live revisions), PodGroups, status.
+
+Deletion identity. Every deletion is an intent on a Role instance that remembers the UIDs it
+meant to delete and the UIDs the instance had when it decided (:class:`PendingDeletion`); retries
+only ever delete those UIDs. A Pod that appears in the instance while the intent is pending with
+a UID the intent never saw has reused the instance's identity: it is reported
+(``DeletionIdentityChanged``), kept with the instance's Services, never adopted (not counted, not
+deleted, not a member of any group) and the deletion stays pending until it is gone. A controller
+that starts fresh seeds intents from the Pods it finds terminating.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from .names import (
     ANNOTATION_DELETION_COST,
     ANNOTATION_QUEUE,
     LABEL_ENTRY,
+    LABEL_GROUP,
     LABEL_NAME,
     LABEL_REVISION,
     LABEL_ROLE_ID,
@@ -158,6 +167,20 @@ class PodDeletion:
     reason: str
 
 
+InstanceKey = tuple[int, str, int]  # (group ordinal, role name, role instance index)
+
+
+@dataclass(frozen=True)
+class PendingDeletion:
+    """A deletion in progress on one Role instance (see the module docstring)."""
+
+    targets: frozenset[str]  # UIDs the controller decided to delete
+    known: frozenset[str]  # UIDs the instance had when it decided: anything else is a replacement
+
+    def extend(self, targets: frozenset[str], known: frozenset[str]) -> PendingDeletion:
+        return PendingDeletion(self.targets | targets, self.known | known)
+
+
 @dataclass
 class Plan:
     """What one reconcile should do."""
@@ -176,6 +199,9 @@ class Plan:
     reports: list[tuple[str, str]] = field(default_factory=list)  # plugin reports (reason, message)
     events: list[Event] = field(default_factory=list)
     requeue_after: float | None = None
+    # Deletions still pending after this plan, for the next reconcile's Observed.
+    pending: dict[InstanceKey, PendingDeletion] = field(default_factory=dict)
+    pending_services: dict[str, str] = field(default_factory=dict)  # Service name -> UID we delete
 
     def requeue(self, seconds: float) -> None:
         self.requeue_after = seconds if self.requeue_after is None else min(self.requeue_after, seconds)
@@ -196,6 +222,10 @@ class Observed:
     # Auxiliary Services the plugins manage (labelled with the ModelServing); None: not observed,
     # so no Service is planned (unit tests of other behaviour).
     services: list[dict[str, Any]] | None = None
+    # Deletions decided by earlier reconciles (Plan.pending); None: a fresh controller, which
+    # seeds them from the Pods it finds terminating.
+    pending: dict[InstanceKey, PendingDeletion] | None = None
+    pending_services: dict[str, str] = field(default_factory=dict)
     now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
 
 
@@ -240,12 +270,31 @@ def plan(observed: Observed) -> Plan:
         return roles_at.get(rev, spec.template.roles)
 
     groups: dict[int, Group] = {}
-    raw_by_instance: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+    raw_by_instance: dict[InstanceKey, list[dict[str, Any]]] = {}
+    seen: list[tuple[ObservedPod, dict[str, Any]]] = []
     for raw in observed.pods:
         pod = observe_pod(raw, name)
         if pod is not None:
-            groups.setdefault(pod.pid.ordinal, Group(pod.pid.ordinal)).pods[pod.pid] = pod
-            raw_by_instance.setdefault((pod.pid.ordinal, pod.pid.role, pod.pid.index), []).append(raw)
+            seen.append((pod, raw))
+    pending, conflicts = _pending_deletions(observed.pending, [p for p, _ in seen])
+    out.pending = pending
+    for pod, raw in seen:
+        key = (pod.pid.ordinal, pod.pid.role, pod.pid.index)
+        if any(p.uid == pod.uid for p in conflicts.get(key, [])):
+            continue  # a replacement that reused the identity of an instance being deleted: never adopted
+        groups.setdefault(pod.pid.ordinal, Group(pod.pid.ordinal)).pods[pod.pid] = pod
+        raw_by_instance.setdefault(key, []).append(raw)
+    for key, replacements in sorted(conflicts.items()):
+        where = f"role {key[1]}-{key[2]} of ServingGroup {group_name(name, key[0])}"
+        for pod in replacements:
+            out.reports.append(
+                (
+                    "DeletionIdentityChanged",
+                    f"pod {pod.name} (uid {pod.uid}) reused the identity of {where} while its deletion is pending; "
+                    "the pod and the instance's Services are kept and not adopted, and the deletion stays pending "
+                    "until the conflicting workload is resolved",
+                )
+            )
     strategy = spec.rollout_strategy
     rolling = strategy.rolling_update_configuration if strategy else None
     part = intstr.partition(
@@ -270,6 +319,25 @@ def plan(observed: Observed) -> Plan:
             if not pod.deleting and pod.name not in deleting:
                 deleting.add(pod.name)
                 out.delete_pods.append(PodDeletion(pod.name, pod.uid, reason))
+                key = (pod.pid.ordinal, pod.pid.role, pod.pid.index)
+                group = groups.get(pod.pid.ordinal)
+                members = frozenset(
+                    p.uid for p in (group.pods.values() if group else []) if (p.pid.role, p.pid.index) == key[1:]
+                )
+                intent = out.pending.get(key, PendingDeletion(frozenset(), frozenset()))
+                out.pending[key] = intent.extend(frozenset({pod.uid}), members | {pod.uid})
+
+    # 0. deletions decided earlier and not finished: retried with the UIDs they were decided for
+    for key, intent in sorted(out.pending.items()):
+        group = groups.get(key[0])
+        delete(
+            [
+                p
+                for p in (group.pods.values() if group else [])
+                if p.uid in intent.targets and (p.pid.role, p.pid.index) == key[1:]
+            ],
+            "deletion retry",
+        )
 
     # 2. recovery
     rebuilding: set[Any] = set()  # group ordinals and (ordinal, role, index) being rebuilt
@@ -365,9 +433,12 @@ def plan(observed: Observed) -> Plan:
         roles = roles_for(rev)
         busy_instances = {(p.pid.role, p.pid.index) for p in present.values() if p.deleting or p.name in deleting}
         busy_instances |= {(key[1], key[2]) for key in rebuilding if isinstance(key, tuple) and key[0] == ordinal}
+        busy_instances |= {(key[1], key[2]) for key in out.pending if key[0] == ordinal}
         group_busy = bool(present) and all(p.deleting or p.name in deleting for p in present.values())
         if ordinal in rebuilding or (group_busy and policy is RecoveryPolicy.SERVING_GROUP_RECREATE):
             continue  # the whole group is being rebuilt: wait for every Pod to go
+        if policy is RecoveryPolicy.SERVING_GROUP_RECREATE and any(key[0] == ordinal for key in conflicts):
+            continue  # a replacement holds part of the group's identity: nothing is built around it
         created_instances: set[str] = set()
         for pid in expected_pods(roles, ordinal):
             if pid in present or (pid.role, pid.index) in busy_instances:
@@ -389,7 +460,11 @@ def plan(observed: Observed) -> Plan:
 
     # 6. plugin-managed Services, revisions, PodGroups, status
     if observed.services is not None and chain:
-        _services(out, ms, chain, kept, target_revision, roles_for, observed.services, raw_by_instance)
+        held = {(group_name(name, key[0]), f"{key[1]}-{key[2]}") for key in conflicts}
+        _services(
+            out, ms, chain, kept, target_revision, roles_for, observed.services, raw_by_instance, held,
+            observed.pending_services,
+        )  # fmt: skip
     _revisions(out, ms, observed, update_rev, current_rev, {g.revision for g in groups.values()})
     if gang:
         _podgroups(out, ms, observed.podgroups or [], kept, set(groups), roles_for, target_revision)
@@ -467,11 +542,17 @@ def _services(
     target_revision: Any,
     roles_for: Any,
     observed: list[dict[str, Any]],
-    instance_pods: dict[tuple[int, str, int], list[dict[str, Any]]],
+    instance_pods: dict[InstanceKey, list[dict[str, Any]]],
+    held: set[tuple[str, str]],
+    pending: dict[str, str],
 ) -> None:
     """Create the Services the plugins want for every kept Role instance (again after an
     accidental deletion); delete ours that no instance wants any more. Their presence never
-    decides whether a Role or ServingGroup exists: groups are derived from Pods only."""
+    decides whether a Role or ServingGroup exists: groups are derived from Pods only.
+
+    ``held``: (group, role-id) of instances a replacement Pod holds: their Services stay.
+    ``pending``: Services being deleted, by name, with the UID the deletion was decided for: one
+    found under that name with another UID is a replacement, reported and kept."""
     desired: dict[str, dict[str, Any]] = {}
     for ordinal in sorted(kept):
         for role in roles_for(target_revision(ordinal)):
@@ -490,11 +571,58 @@ def _services(
         out.create_services.append(desired[name])
     for name in sorted(have.keys() - desired.keys()):
         meta = have[name]["metadata"]
+        labels = meta.get("labels") or {}
+        uid = meta.get("uid", "")
         ours = any(
             ref.get("uid") == ms.metadata.uid and ref.get("controller") for ref in meta.get("ownerReferences") or []
         )
-        if ours and LABEL_SERVICE_KIND in (meta.get("labels") or {}) and not meta.get("deletionTimestamp"):
-            out.delete_services.append((name, meta.get("uid", "")))  # with its UID: never a replacement
+        if not ours or LABEL_SERVICE_KIND not in labels:
+            continue
+        if (labels.get(LABEL_GROUP), labels.get(LABEL_ROLE_ID)) in held:
+            continue  # a replacement Pod still resolves through it: its networking is preserved
+        intended = pending.get(name)
+        if intended is not None and intended != uid:
+            out.pending_services[name] = intended
+            out.reports.append(
+                (
+                    "DeletionIdentityChanged",
+                    f"service {name} was recreated (uid {uid}) while its deletion (uid {intended}) was pending; "
+                    "it is kept and not adopted until the conflicting workload is resolved",
+                )
+            )
+            continue
+        out.pending_services[name] = uid
+        if not meta.get("deletionTimestamp"):
+            out.delete_services.append((name, uid))  # with its UID: never a replacement
+
+
+def _pending_deletions(
+    previous: dict[InstanceKey, PendingDeletion] | None, pods: list[ObservedPod]
+) -> tuple[dict[InstanceKey, PendingDeletion], dict[InstanceKey, list[ObservedPod]]]:
+    """(deletions still pending, replacement Pods per instance) from what is observed now.
+
+    An intent ends when none of its target UIDs is left and no replacement holds its instance.
+    Instances with terminating Pods and no intent (a fresh controller, or a deletion by someone
+    else) get one whose known UIDs are the instance's current Pods.
+    """
+    by_instance: dict[InstanceKey, list[ObservedPod]] = {}
+    for pod in pods:
+        by_instance.setdefault((pod.pid.ordinal, pod.pid.role, pod.pid.index), []).append(pod)
+    pending: dict[InstanceKey, PendingDeletion] = {}
+    conflicts: dict[InstanceKey, list[ObservedPod]] = {}
+    for key, intent in (previous or {}).items():
+        members = by_instance.get(key, [])
+        replacements = [p for p in members if p.uid not in intent.known]
+        if replacements:
+            conflicts[key] = replacements
+        if replacements or any(p.uid in intent.targets for p in members):
+            pending[key] = intent
+    for key, members in by_instance.items():
+        if key not in pending and any(p.deleting for p in members):
+            pending[key] = PendingDeletion(
+                frozenset(p.uid for p in members if p.deleting), frozenset(p.uid for p in members)
+            )
+    return pending, conflicts
 
 
 def _running_instances(ms: str, groups: dict[int, Group], roles_for: Any) -> frozenset[str]:

@@ -24,7 +24,7 @@ from ..admission.rules import FieldError, validate
 from ..api.types import GROUP, PLURAL, VERSION, ModelServing
 from ..executor import Executor
 from ..planner.names import LABEL_NAME
-from ..planner.plan import Event, Observed, plan
+from ..planner.plan import Event, InstanceKey, Observed, PendingDeletion, plan
 from .expectations import Expectations
 from .informer import Informer, Obj, key_of
 from .workqueue import WorkQueue
@@ -81,6 +81,9 @@ class Controller:
         self.pods_by_owner: dict[str, dict[str, Obj]] = {}
         self.running: dict[str, frozenset[str]] = {}  # role instances last seen running, per key
         self.lost: dict[str, set[str]] = {}
+        # Deletions in progress per key, with the UIDs they were decided for (deletion identity).
+        self.pending: dict[str, dict[InstanceKey, PendingDeletion]] = {}
+        self.pending_services: dict[str, dict[str, str]] = {}
         self._our_deletions: set[str] = set()
         self.ms_informer.add_handler(self._on_modelserving)
         self.pod_informer.add_handler(self._on_pod)
@@ -96,6 +99,8 @@ class Controller:
             self.expectations.forget(key)
             self.lost.pop(key, None)
             self.running.pop(key, None)
+            self.pending.pop(key, None)
+            self.pending_services.pop(key, None)
         self.queue.add(key)
 
     @staticmethod
@@ -150,6 +155,8 @@ class Controller:
             lost=frozenset(self.lost.get(key, set())),
             previously_running=self.running.get(key),
             services=services,
+            pending=self.pending.get(key),
+            pending_services=self.pending_services.get(key, {}),
             now=dt.datetime.now(dt.UTC),
         )
 
@@ -173,6 +180,8 @@ class Controller:
             deletes=[d.uid for d in result.delete_pods],
         )
         self._our_deletions.update(d.uid for d in result.delete_pods)
+        self.pending[key] = result.pending
+        self.pending_services[key] = result.pending_services
         outcome = await self.executor.apply(ms, result)
         self.running[key] = result.running_instances
         for name in outcome.failed_creates:
