@@ -277,6 +277,23 @@ def binaries_path() -> None:
     show_default=True,
     help="deploy the reference controller, or test one already running in the cluster",
 )
+@click.option("--support-file", type=click.Path(dir_okay=False, path_type=Path), help="ImplementationSupport YAML")
+@click.option("--supported-features", multiple=True, help="declare supported features (comma-separated)")
+@click.option("--all-features", is_flag=True, help="declare every feature supported")
+@click.option("--implementation-name", default=None, help="implementation name (with --supported-features)")
+@click.option("--implementation-version", default=None, help="implementation version (with --supported-features)")
+@click.option("--profile", "profiles", multiple=True, help="run these profiles (default: all)")
+@click.option("--feature", "features", multiple=True, help="run these features only")
+@click.option("--id", "ids", multiple=True, help="run these behaviour ids (shell patterns: dns/*)")
+@click.option("--skip-slow", is_flag=True, help="skip tests marked slow")
+@click.option("--workers", "-n", type=click.IntRange(1, 64), default=2, show_default=True, help="parallel pass workers")
+@click.option("--timeout-scale", default="1", show_default=True, help="multiply every documented wait")
+@click.option("--timeout", "timeouts", multiple=True, metavar="NAME=SECONDS", help="override one documented wait")
+@click.option("--keep", type=click.Choice(["never", "on-failure", "always"]), default="never", show_default=True,
+              help="keep test namespaces")  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="list what would run, run nothing")
+@click.option("--reference-fault", "reference_faults", multiple=True, hidden=True, help="self-validation only")
+@click.option("--controller-log", type=click.Path(dir_okay=False, path_type=Path), help="external: its log (evidence)")
 def run_command(
     provider_name: str,
     name: str,
@@ -285,32 +302,142 @@ def run_command(
     report_dir: Path,
     keep_cluster: bool,
     implementation: str,
+    support_file: Path | None,
+    supported_features: tuple[str, ...],
+    all_features: bool,
+    implementation_name: str | None,
+    implementation_version: str | None,
+    profiles: tuple[str, ...],
+    features: tuple[str, ...],
+    ids: tuple[str, ...],
+    skip_slow: bool,
+    workers: int,
+    timeout_scale: str,
+    timeouts: tuple[str, ...],
+    keep: str,
+    dry_run: bool,
+    reference_faults: tuple[str, ...],
+    controller_log: Path | None,
 ) -> None:
-    """Provision a cluster, run the checks and write the report (always written)."""
+    """Provision a cluster, deploy the implementation, run the suite, write the report.
+
+    Exit codes: 0 every selected profile succeeded; 1 a profile is failure, partial or not-run;
+    2 bad input; 3 the cluster or its preflight failed; 130 interrupted. The report
+    (REPORT_DIR/conformance-report.{yaml,json}), junit.xml and allure-results/ are written in
+    every case.
+    """
+    from .runner import RunOptions
     from .runner import run as run_suite
 
+    options = RunOptions(
+        provider_name=provider_name,
+        report_dir=report_dir,
+        kubeconfig=kubeconfig,
+        context=context,
+        keep_cluster=keep_cluster,
+        implementation=implementation,
+        support_file=support_file,
+        supported_features=list(supported_features),
+        all_features=all_features,
+        implementation_name=implementation_name,
+        implementation_version=implementation_version,
+        profiles=list(profiles),
+        features=list(features),
+        ids=list(ids),
+        skip_slow=skip_slow,
+        workers=workers,
+        timeout_scale=timeout_scale,
+        timeouts=list(timeouts),
+        keep=keep,
+        dry_run=dry_run,
+        reference_faults=list(reference_faults),
+        controller_log=controller_log,
+    )
+    result = run_suite(options, progress=_progress_printer())
+    report = result.report
+    if dry_run:
+        for line in result.listing:
+            click.echo(line)
+        click.echo(f"{len(result.listing)} behaviour(s) selected", err=True)
+        sys.exit(result.exit_code)
+    for check in report.get("preflight", []):
+        click.echo(f"  preflight {check['name']:28} {check['result']:8} {check['message']}", err=True)
+    for profile in report.get("profiles", []):
+        counts = ", ".join(f"{v} {k}" for k, v in profile["counts"].items() if v)
+        click.echo(f"  profile {profile['profile']:20} {profile['verdict']:9} {counts}", err=True)
+    for test in report.get("tests", []):
+        if test["outcome"] in ("non-conformant", "error"):
+            click.echo(f"  {test['outcome']:15} {test['id']}: {test['message'][:300]}", err=True)
+    if report.get("error"):
+        click.secho(f"error: {report['error']['message']}", fg="red", err=True)
+    for note in report.get("notes", []):
+        click.echo(f"  note: {note[:500]}", err=True)
+    click.echo(f"verdict: {report['verdict']}; report: {', '.join(str(p) for p in result.paths)}", err=True)
+    sys.exit(result.exit_code)
+
+
+@main.command("catalog")
+@click.option("--write", "write_file", is_flag=True, help="regenerate conformance/catalog.yaml")
+@click.option("--check", is_flag=True, help="exit 1 if the checked-in catalog differs from the tests")
+def catalog_command(write_file: bool, check: bool) -> None:
+    """Print the behaviour catalog generated from the suite's tests."""
+    from .framework import catalog
+
+    behaviours = catalog.collect()
+    text = catalog.render(behaviours)
+    if write_file:
+        catalog.CATALOG_PATH.write_text(text)
+        click.echo(f"wrote {len(behaviours)} behaviours to {catalog.CATALOG_PATH}", err=True)
+    elif check:
+        problems = catalog.drift(behaviours, catalog.CATALOG_PATH.read_text())
+        for line in problems:
+            click.echo(line, err=True)
+        sys.exit(1 if problems else 0)
+    else:
+        click.echo(text, nl=False)
+
+
+@main.group("report")
+def report_group() -> None:
+    """Work with conformance reports."""
+
+
+@report_group.command("verify")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--any-suite", is_flag=True, help="do not require the report to come from this suite's code")
+def report_verify(path: Path, any_suite: bool) -> None:
+    """Check a report's integrity and consistency. Exit 0 valid, 1 problems found, 2 unreadable."""
+    from .framework import catalog, report
+
     try:
-        result = run_suite(
-            provider_name=provider_name,
-            report_dir=report_dir,
-            kubeconfig=kubeconfig,
-            context=context,
-            keep_cluster=keep_cluster,
-            implementation=implementation,
-            progress=_progress_printer(),
-        )
+        problems = report.verify(path, digest=None if any_suite else catalog.suite_digest(), catalog=catalog.collect())
+    except report.ReportError as exc:
+        click.secho(f"error: {exc}", fg="red", err=True)
+        sys.exit(2)
+    for line in problems:
+        click.echo(f"  - {line}", err=True)
+    click.echo(f"{path}: {'valid' if not problems else f'{len(problems)} problem(s)'}", err=True)
+    sys.exit(1 if problems else 0)
+
+
+@main.command("sweep")
+@provider_options
+@click.option("--run-id", default=None, help="only this run's namespaces (default: every suite namespace)")
+def sweep_command(
+    provider_name: str, name: str, kubeconfig: str | None, context: str | None, run_id: str | None
+) -> None:
+    """Delete test namespaces left by interrupted or --keep runs."""
+    from .framework import namespaces
+    from .framework.kube import Kube
+
+    try:
+        provider = get_provider(provider_name, kubeconfig=kubeconfig, context=context)
+        info = provider.info(name)
+        swept = namespaces.sweep(Kube.connect(info.kubeconfig, info.context), run_id, wait=120)
     except HarnessError as exc:
         _fail(exc)
         return
-    report = result.report
-    for check in report.get("preflight", []):
-        click.echo(f"  preflight {check['name']:28} {check['result']:8} {check['message']}", err=True)
-    if "error" in report:
-        click.secho(f"error: {report['error']['message']}", fg="red", err=True)
-    for note in report.get("notes", []):
-        click.echo(f"  note: {note}", err=True)
-    click.echo(f"verdict: {report['verdict']}; report: {', '.join(str(p) for p in result.paths)}", err=True)
-    sys.exit(1 if report["verdict"] in ("error", "failure") else 0)
+    click.echo(f"swept {len(swept)} namespace(s){': ' + ', '.join(swept) if swept else ''}", err=True)
 
 
 def run() -> None:  # pragma: no cover - console entry with debug switch

@@ -47,6 +47,28 @@ class ClusterInfo:
             **{k: v for k, v in self.details.items() if k in {"versions", "timings", "nodes"}},
         }
 
+    def to_json(self) -> str:
+        """What another process (the suite's pytest run) needs to reach and describe the cluster."""
+        import json
+
+        data = {**self.__dict__, "kubeconfig": str(self.kubeconfig), "simulates": list(self.simulates)}
+        return json.dumps(data, default=str)
+
+    @classmethod
+    def from_json(cls, text: str) -> ClusterInfo:
+        import json
+
+        data = json.loads(text)
+        return cls(
+            provider=data["provider"],
+            name=data["name"],
+            kubeconfig=Path(data["kubeconfig"]),
+            context=data.get("context"),
+            kubernetes_version=data.get("kubernetes_version", ""),
+            simulates=tuple(data.get("simulates") or ()),
+            details=dict(data.get("details") or {}),
+        )
+
 
 class Provider(abc.ABC):
     """Makes, describes and removes clusters of one kind."""

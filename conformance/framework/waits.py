@@ -50,3 +50,22 @@ def wait_for(
 def _short(value: object, limit: int = 600) -> str:
     text = repr(value) if not isinstance(value, str) else value
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def holds_for(
+    what: str, probe: Callable[[], T], check: Callable[[T], bool], *, seconds: float, interval: float = 0.2
+) -> T:
+    """Observe ``probe`` for ``seconds``; every observation must satisfy ``check``.
+
+    The counterpart of :func:`wait_for` for "must not happen" assertions (a Pod is not deleted,
+    a UID does not change). Fails at the first observation that breaks it, with what was seen.
+    Errors from ``probe`` propagate: an observation that cannot be made is not a pass.
+    """
+    deadline = time.monotonic() + seconds
+    while True:
+        value = probe()
+        if not check(value):
+            raise WaitTimeout(f"{what} stopped holding; seen: {_short(value)}")
+        if time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)

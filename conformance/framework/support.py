@@ -1,0 +1,315 @@
+"""What an implementation declares it supports: a strictly validated file, or command-line flags.
+
+The suite never guesses support from behaviour: a test whose feature is not declared supported is
+reported ``not-supported`` with the reason below, and a profile whose *required* feature is not
+supported fails. So the declaration is checked hard, and every mistake is reported as
+``<file>: <field path>: <problem>`` (never a pydantic dump or a traceback)::
+
+    apiVersion: conformance.kthena.io/v1alpha1
+    kind: ImplementationSupport
+    implementation:
+      name: kthena-ref                 # required
+      version: "0.1.0"                 # required (quote it: 1.10 is a number to YAML)
+      organization: Example Corp       # optional
+      url: https://example.com         # optional
+      contact: [a@example.com]         # optional
+    supportedFeatures: [Core, Admission, Recovery, ScaleSubresource]
+    unsupportedFeatures:               # optional: declared NOT supported, each with a reason
+      - {name: MigrationRequired, reason: "not implemented"}
+
+Feature names match case-insensitively; the canonical spelling is kept. A feature may appear once,
+in one of the two lists, and a supported feature's prerequisites (``FeatureInfo.requires``) must be
+supported too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .features import FEATURES, Feature, SelectionError, feature_order, parse_feature
+
+API_VERSION = "conformance.kthena.io/v1alpha1"
+KIND = "ImplementationSupport"
+FLAG = "--supported-features"
+
+
+class SupportFileError(ValueError):
+    """A support declaration is unusable; ``problems`` holds one line per problem."""
+
+    def __init__(self, problems: str | list[str]) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+class DocumentError(ValueError):
+    """A YAML document could not be read or parsed (the message names the file)."""
+
+
+@dataclass(frozen=True)
+class Support:
+    """The features an implementation supports, and the reasons it gave for the ones it does not.
+
+    ``source`` says where the declaration came from: ``file:<path>``, ``flags`` or ``all``.
+    """
+
+    name: str
+    version: str
+    supported: frozenset[Feature]
+    unsupported_reasons: dict[Feature, str] = field(default_factory=dict, hash=False)
+    source: str = "flags"
+
+    def supports(self, feature: Feature) -> bool:
+        return feature in self.supported
+
+    def reason(self, feature: Feature) -> str:
+        """Why ``feature`` is not tested: the declared reason, or that it was not declared."""
+        return self.unsupported_reasons.get(feature) or f"not declared supported by {self.name} ({self.source})"
+
+    def as_report(self) -> dict[str, Any]:
+        """The report's view: every feature is either supported or listed with a reason."""
+        return {
+            "name": self.name,
+            "version": self.version,
+            "source": self.source,
+            "supportedFeatures": sorted(f.value for f in self.supported),
+            "unsupportedFeatures": [
+                {"name": f.value, "reason": self.reason(f)}
+                for f in sorted(set(Feature) - self.supported, key=lambda f: f.value)
+            ],
+        }
+
+    @classmethod
+    def from_report(cls, data: Mapping[str, Any]) -> Support:
+        """Read :meth:`as_report`'s output back (the report's ``implementation`` section).
+
+        Raises :class:`SupportFileError` naming the ``implementation.*`` field that is wrong.
+        """
+        problems: list[str] = []
+        supported: set[Feature] = set()
+        reasons: dict[Feature, str] = {}
+        raw_supported = data.get("supportedFeatures")
+        if not isinstance(raw_supported, list):
+            problems.append("implementation.supportedFeatures: missing or not a list")
+            raw_supported = []
+        for i, name in enumerate(raw_supported):
+            feature = _feature(name, f"implementation.supportedFeatures[{i}]", problems)
+            if feature is not None:
+                supported.add(feature)
+        raw_unsupported = data.get("unsupportedFeatures") or []
+        for i, entry in enumerate(raw_unsupported if isinstance(raw_unsupported, list) else []):
+            where = f"implementation.unsupportedFeatures[{i}]"
+            if not isinstance(entry, Mapping):
+                problems.append(f"{where}: expected a mapping with name and reason")
+                continue
+            feature = _feature(entry.get("name"), f"{where}.name", problems)
+            if feature is not None:
+                reasons[feature] = str(entry.get("reason", ""))
+        if problems:
+            raise SupportFileError(problems)
+        return cls(
+            name=str(data.get("name", "")),
+            version=str(data.get("version", "")),
+            supported=frozenset(supported),
+            unsupported_reasons=reasons,
+            source=str(data.get("source", "report")),
+        )
+
+
+# -- the file ----------------------------------------------------------------------------------------
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _Implementation(_Strict):
+    name: str = Field(min_length=1)
+    version: str = Field(min_length=1)
+    organization: str | None = None
+    url: str | None = None
+    contact: list[str] | None = None
+
+
+class _Unsupported(_Strict):
+    name: str
+    reason: str = Field(min_length=1)
+
+
+class _SupportFile(_Strict):
+    api_version: Literal["conformance.kthena.io/v1alpha1"] = Field(alias="apiVersion")
+    kind: Literal["ImplementationSupport"]
+    implementation: _Implementation
+    supported_features: list[str] = Field(alias="supportedFeatures")
+    unsupported_features: list[_Unsupported] = Field(default_factory=list, alias="unsupportedFeatures")
+
+
+def load_support(path: Path) -> Support:
+    """Read and validate a support file; :class:`SupportFileError` says what is wrong and where."""
+    source = str(path)
+    try:
+        data = load_yaml(path)
+    except DocumentError as exc:
+        raise SupportFileError(str(exc)) from None
+    if not isinstance(data, dict):
+        what = "empty" if data is None else f"a {type(data).__name__}"
+        raise SupportFileError([f"{source}: expected a mapping with apiVersion, kind, implementation, ...; got {what}"])
+    try:
+        parsed = _SupportFile.model_validate(data)
+    except ValidationError as exc:
+        raise SupportFileError([f"{source}: {p}" for p in validation_problems(exc)]) from None
+
+    problems: list[str] = []
+    supported: dict[Feature, int] = {}
+    for i, name in enumerate(parsed.supported_features):
+        feature = _feature(name, f"supportedFeatures[{i}]", problems)
+        if feature is None:
+            continue
+        if feature in supported:
+            problems.append(f"supportedFeatures[{i}]: duplicate feature {feature.value!r}")
+        supported.setdefault(feature, i)
+    reasons: dict[Feature, str] = {}
+    for i, entry in enumerate(parsed.unsupported_features):
+        where = f"unsupportedFeatures[{i}].name"
+        feature = _feature(entry.name, where, problems)
+        if feature is None:
+            continue
+        if feature in reasons:
+            problems.append(f"{where}: duplicate feature {feature.value!r}")
+        elif feature in supported:
+            problems.append(
+                f"{where}: {feature.value!r} is also in supportedFeatures[{supported[feature]}]; "
+                "a feature is either supported or not"
+            )
+        reasons.setdefault(feature, entry.reason)
+    problems += _missing_prerequisites(supported, "supportedFeatures[{index}]")
+    if problems:
+        raise SupportFileError([f"{source}: {p}" for p in problems])
+    return Support(
+        name=parsed.implementation.name,
+        version=parsed.implementation.version,
+        supported=frozenset(supported),
+        unsupported_reasons={f: r for f, r in reasons.items() if f not in supported},
+        source=f"file:{source}",
+    )
+
+
+def support_from_flags(name: str, version: str, features: list[str] | None, all_features: bool) -> Support:
+    """Support declared on the command line: ``--supported-features A,B --supported-features C``,
+    or ``--all-features``. Unknown names and missing prerequisites raise :class:`SupportFileError`
+    naming the flag."""
+    names = [item.strip() for entry in features or [] for item in entry.split(",") if item.strip()]
+    if all_features:
+        if names:
+            raise SupportFileError([f"{FLAG}: cannot be combined with --all-features (which declares every feature)"])
+        return Support(name=name, version=version, supported=frozenset(Feature), source="all")
+    problems: list[str] = []
+    supported: dict[Feature, int] = {}
+    for i, item in enumerate(names):
+        feature = _feature(item, FLAG, problems)
+        if feature is not None:
+            supported.setdefault(feature, i)
+    problems += _missing_prerequisites(supported, FLAG)
+    if problems:
+        raise SupportFileError(problems)
+    return Support(name=name, version=version, supported=frozenset(supported), source="flags")
+
+
+def _feature(name: object, where: str, problems: list[str]) -> Feature | None:
+    if not isinstance(name, str):
+        problems.append(f"{where}: expected a feature name, got {name!r}")
+        return None
+    try:
+        return parse_feature(name)
+    except SelectionError as exc:
+        problems.append(f"{where}: {exc}")
+        return None
+
+
+def _missing_prerequisites(supported: Mapping[Feature, int], where: str) -> list[str]:
+    problems = []
+    for feature, index in sorted(supported.items(), key=lambda item: item[1]):
+        missing = sorted(FEATURES[feature].requires - supported.keys(), key=feature_order)
+        if missing:
+            names = ", ".join(repr(m.value) for m in missing)
+            problems.append(
+                f"{where.format(index=index)}: {feature.value!r} requires {names}, which is not declared supported"
+            )
+    return problems
+
+
+# -- helpers shared with the report ------------------------------------------------------------------
+
+
+def load_yaml(path: Path) -> Any:
+    """Parse one YAML document, rejecting duplicate keys; :class:`DocumentError` on any failure."""
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise DocumentError(f"{source}: not UTF-8 text") from None
+    except OSError as exc:
+        raise DocumentError(f"{source}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as exc:
+        raise DocumentError(f"{source}: not valid YAML: {_yaml_problem(exc)}") from None
+
+
+def validation_problems(exc: ValidationError) -> list[str]:
+    """One ``field.path[i]: problem`` line per pydantic error, in words a user can act on."""
+    lines = []
+    for err in exc.errors():
+        loc = field_path(err["loc"])
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            message = "unknown field"
+        elif kind == "missing":
+            message = "required field is missing"
+        elif kind == "literal_error":
+            expected = (err.get("ctx") or {}).get("expected", "")
+            message = f"expected {expected}, got {err['input']!r}"
+        elif kind in ("string_type", "str_type"):
+            message = f"expected a string, got {err['input']!r}" + (
+                " (quote it)" if isinstance(err["input"], int | float) else ""
+            )
+        else:
+            message = str(err["msg"])
+            message = message[0].lower() + message[1:] if message else kind
+        lines.append(f"{loc or '(top level)'}: {message}")
+    return lines
+
+
+def field_path(loc: Iterable[int | str]) -> str:
+    """``("a", 2, "b")`` -> ``a[2].b``."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that rejects a key given twice in one mapping (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, str) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice in one mapping", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return f"{where}{problem}"

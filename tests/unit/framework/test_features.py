@@ -1,0 +1,128 @@
+"""Features and profiles: the pinned tables, lookups by any case, and errors naming the valid names."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from conformance.framework.features import (
+    FEATURES,
+    PROFILES,
+    Feature,
+    SelectionError,
+    get_profile,
+    parse_feature,
+    profile_of,
+)
+
+
+def test_every_feature_has_info_and_exactly_one_profile() -> None:
+    assert list(FEATURES) == list(Feature)
+    for feature in Feature:
+        assert FEATURES[feature].feature is feature
+        assert FEATURES[feature].description.endswith(".")
+        owners = [p.name for p in PROFILES.values() if feature in p.features]
+        assert owners == [profile_of(feature).name], feature
+
+
+def test_profiles_in_order_with_disjoint_required_and_optional() -> None:
+    assert list(PROFILES) == ["Core", "Plugins", "HeadlessServiceDNS"]
+    for profile in PROFILES.values():
+        assert not profile.required & profile.optional
+        assert profile.features == profile.required | profile.optional
+        assert profile.required, f"{profile.name} has no required feature"
+
+
+def test_prerequisites_are_known_and_acyclic() -> None:
+    def closure(feature: Feature, path: tuple[Feature, ...] = ()) -> None:
+        assert feature not in path, f"cycle: {(*path, feature)}"
+        for required in FEATURES[feature].requires:
+            closure(required, (*path, feature))
+
+    for feature in Feature:
+        closure(feature)
+
+
+@pytest.mark.parametrize(
+    ("feature", "requires"),
+    [
+        pytest.param(Feature.CORE, set(), id="core-is-a-root"),
+        pytest.param(Feature.ADMISSION, {Feature.CORE}, id="admission"),
+        pytest.param(Feature.RECOVERY, {Feature.CORE}, id="recovery"),
+        pytest.param(Feature.SCALE_SUBRESOURCE, {Feature.CORE}, id="scale"),
+        pytest.param(Feature.PLUGIN_FRAMEWORK, set(), id="plugin-framework-is-a-root"),
+        pytest.param(Feature.PLUGIN_CHAIN_IMMUTABILITY, {Feature.PLUGIN_FRAMEWORK}, id="chain-immutability"),
+        pytest.param(Feature.DEMO_POD_TWEAKS, {Feature.PLUGIN_FRAMEWORK}, id="demo-pod-tweaks"),
+        pytest.param(Feature.HEADLESS_SERVICE, {Feature.PLUGIN_FRAMEWORK}, id="headless-service"),
+        pytest.param(Feature.DELETION_IDENTITY, {Feature.HEADLESS_SERVICE}, id="deletion-identity"),
+        pytest.param(Feature.MIGRATION_REQUIRED, {Feature.HEADLESS_SERVICE}, id="migration-required"),
+        pytest.param(Feature.DNS_RESOLUTION, {Feature.HEADLESS_SERVICE}, id="dns-resolution"),
+    ],
+)
+def test_prerequisites(feature: Feature, requires: set[Feature]) -> None:
+    assert FEATURES[feature].requires == requires
+
+
+@pytest.mark.parametrize(
+    ("profile", "required", "optional"),
+    [
+        pytest.param("Core", {"Core", "Admission", "Recovery", "ScaleSubresource"}, set(), id="core"),
+        pytest.param("Plugins", {"PluginFramework", "PluginChainImmutability"}, {"DemoPodTweaks"}, id="plugins"),
+        pytest.param(
+            "HeadlessServiceDNS",
+            {"HeadlessService"},
+            {"DeletionIdentityChanged", "MigrationRequired", "DNSResolution"},
+            id="headless-service-dns",
+        ),
+    ],
+)
+def test_profile_contents(profile: str, required: set[str], optional: set[str]) -> None:
+    assert {f.value for f in PROFILES[profile].required} == required
+    assert {f.value for f in PROFILES[profile].optional} == optional
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param("Core", Feature.CORE, id="canonical"),
+        pytest.param("core", Feature.CORE, id="lowercase"),
+        pytest.param("dnsresolution", Feature.DNS_RESOLUTION, id="lowercase-acronym"),
+        pytest.param("  HeadlessService ", Feature.HEADLESS_SERVICE, id="surrounding-space"),
+        pytest.param("DELETIONIDENTITYCHANGED", Feature.DELETION_IDENTITY, id="uppercase"),
+        pytest.param(Feature.ADMISSION, Feature.ADMISSION, id="enum-member"),
+    ],
+)
+def test_parse_feature(name: str, expected: Feature) -> None:
+    assert parse_feature(name) is expected
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param("Core", "Core", id="canonical"),
+        pytest.param("plugins", "Plugins", id="lowercase"),
+        pytest.param("HEADLESSSERVICEDNS", "HeadlessServiceDNS", id="uppercase"),
+    ],
+)
+def test_get_profile(name: str, expected: str) -> None:
+    assert get_profile(name).name == expected
+
+
+@pytest.mark.parametrize(
+    ("lookup", "name", "kind", "known"),
+    [
+        pytest.param(parse_feature, "Foo", "feature", "Core, Admission, Recovery", id="unknown-feature"),
+        pytest.param(parse_feature, "", "feature", "DNSResolution", id="empty-feature"),
+        pytest.param(parse_feature, "Plugins", "feature", "PluginFramework", id="profile-is-not-a-feature"),
+        pytest.param(get_profile, "Extended", "profile", "Core, Plugins, HeadlessServiceDNS", id="unknown-profile"),
+        pytest.param(get_profile, "Admission", "profile", "Core, Plugins", id="feature-is-not-a-profile"),
+    ],
+)
+def test_unknown_names_list_the_valid_ones(lookup: Callable[[str], object], name: str, kind: str, known: str) -> None:
+    with pytest.raises(SelectionError) as info:
+        lookup(name)
+    message = str(info.value)
+    assert f"unknown {kind} {name!r}" in message
+    assert known in message
+    assert isinstance(info.value, ValueError)
