@@ -18,6 +18,8 @@ from typing import Any
 import click
 import yaml
 
+from . import faults
+
 
 def _fail(message: str, hint: str = "") -> None:
     click.secho(f"error: {message}", fg="red", err=True)
@@ -154,6 +156,9 @@ def manifests_command(which: tuple[str, ...], image: str, ca_bundle_file: Path |
 @click.option("--webhook-host", default="0.0.0.0", show_default=True)
 @click.option("--webhook-cert", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None)
 @click.option("--webhook-key", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None)
+@click.option("--fault", "fault_names", multiple=True, metavar="NAME", type=click.Choice(sorted(faults.FAULTS)),
+              help=f"self-validation only: break one documented behaviour (repeatable; default: ${faults.ENV}, "
+              f"comma-separated). One of: {', '.join(sorted(faults.FAULTS))}")  # fmt: skip
 def run_command(
     kubeconfig: Path | None,
     namespace: str | None,
@@ -166,16 +171,27 @@ def run_command(
     webhook_host: str,
     webhook_cert: Path | None,
     webhook_key: Path | None,
+    fault_names: tuple[str, ...],
 ) -> None:
     """Run the controller (and, with --webhook-port, its admission webhook) until SIGTERM or SIGINT."""
     if webhook_port is not None and (webhook_cert is None or webhook_key is None):
         _fail("--webhook-port needs --webhook-cert and --webhook-key", "pass the webhook's TLS certificate and key")
+    try:
+        active = faults.configure(fault_names or faults.from_env())
+    except ValueError as exc:
+        _fail(str(exc), f"fix --fault or ${faults.ENV}")
+        return
     import asyncio
     import logging
 
     from .runtime.main import run_controller
 
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if active:
+        logging.getLogger("kthena_ref.faults").warning(
+            "FAULTS INJECTED (self-validation only, this controller is deliberately broken): %s",
+            ", ".join(sorted(active)),
+        )
     with contextlib.suppress(KeyboardInterrupt):
         webhook = (webhook_host, webhook_port, webhook_cert, webhook_key) if webhook_port else None
         asyncio.run(run_controller(kubeconfig, namespace, workers, leader_elect, lease_namespace, owner_pid, webhook))

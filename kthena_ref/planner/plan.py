@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from .. import faults
 from ..api.types import ModelServing, PluginTarget, RecoveryPolicy, Role, RolloutStrategyType
 from ..plugins import build_chain
 from ..plugins.base import BoundPlugin, HookRequest, PluginError
@@ -251,6 +252,8 @@ def _roles_by_revision(ms: ModelServing, revisions: list[dict[str, Any]]) -> dic
 
 def _scale_down_order(group: Group, roles: list[Role]) -> tuple[int, int, int]:
     """Sort key: not-ready first, then the lowest summed deletion cost, then the highest ordinal."""
+    if faults.active("scale-down-lowest-ordinal"):
+        return (0, 0, group.ordinal)
     return (1 if group.ready(roles) else 0, group.deletion_cost(), -group.ordinal)
 
 
@@ -343,6 +346,8 @@ def plan(observed: Observed) -> Plan:
     rebuilding: set[Any] = set()  # group ordinals and (ordinal, role, index) being rebuilt
     grace = dt.timedelta(seconds=spec.template.restart_grace_period_seconds)
     policy = spec.recovery_policy
+    if faults.active("no-recovery"):
+        policy = RecoveryPolicy.NONE
     for group in groups.values():
         roles = roles_for(group.revision)
         for pod in list(group.pods.values()):
@@ -554,6 +559,7 @@ def _services(
     ``pending``: Services being deleted, by name, with the UID the deletion was decided for: one
     found under that name with another UID is a replacement, reported and kept."""
     desired: dict[str, dict[str, Any]] = {}
+    settled: set[str] = set()  # Services of instances that already have Pods (services-not-recreated)
     for ordinal in sorted(kept):
         for role in roles_for(target_revision(ordinal)):
             for index in range(role.replicas):
@@ -564,10 +570,14 @@ def _services(
                     if bound.in_scope(role.name, PluginTarget.ALL):
                         for obj in bound.plugin.on_role_sync(req):
                             desired[obj["metadata"]["name"]] = obj
+                            if faults.active("services-not-recreated") and req.instance_pods:
+                                settled.add(obj["metadata"]["name"])
                 for reason, message in req.reports:
                     out.reports.append((reason, message))
     have = {svc["metadata"]["name"]: svc for svc in observed}
     for name in sorted(desired.keys() - have.keys()):
+        if name in settled:  # services-not-recreated: its instance has Pods, so it existed and was deleted
+            continue
         out.create_services.append(desired[name])
     for name in sorted(have.keys() - desired.keys()):
         meta = have[name]["metadata"]
@@ -613,6 +623,8 @@ def _pending_deletions(
     for key, intent in (previous or {}).items():
         members = by_instance.get(key, [])
         replacements = [p for p in members if p.uid not in intent.known]
+        if faults.active("deletion-identity-ignored"):
+            replacements = []  # a replacement counts as an original: adopted, deleted, never reported
         if replacements:
             conflicts[key] = replacements
         if replacements or any(p.uid in intent.targets for p in members):
@@ -872,7 +884,7 @@ def _status(
         "replicas": replicas,
         "currentReplicas": current,
         "updatedReplicas": updated,
-        "availableReplicas": available,
+        "availableReplicas": 0 if faults.active("stale-available-replicas") else available,
         "currentRevision": reported_current,
         "updateRevision": update_rev,
         "labelSelector": label_selector(ms),

@@ -14,6 +14,7 @@ import hashlib
 import json
 from typing import Any
 
+from .. import faults
 from ..api.types import API_VERSION, KIND, ModelServing, Role
 from .names import (
     ANNOTATION_PODGROUP,
@@ -89,7 +90,7 @@ def build_pod(ms: ModelServing, roles: list[Role], revision: str, pid: PodId, *,
             LABEL_ROLE_TEMPLATE_HASH: role_template_hash(role),
         }
     )
-    if pid.is_entry:
+    if pid.is_entry and not faults.active("no-entry-label"):
         labels[LABEL_ENTRY] = "true"
     if gang:
         annotations[ANNOTATION_PODGROUP] = group_name(ms.metadata.name, pid.ordinal)
@@ -97,6 +98,10 @@ def build_pod(ms: ModelServing, roles: list[Role], revision: str, pid: PodId, *,
     spec = copy.deepcopy(template.spec)
     spec["schedulerName"] = ms.spec.scheduler_name
     env = {"GROUP_SIZE": str(role.worker_replicas + 1), "WORKER_INDEX": str(pid.k)}
+    if faults.active("wrong-group-size"):
+        env["GROUP_SIZE"] = str(role.worker_replicas)
+    if faults.active("wrong-worker-index") and not pid.is_entry:
+        env["WORKER_INDEX"] = str(pid.k + 1)
     _inject_env(spec.get("containers") or [], env)
     _inject_env(spec.get("initContainers") or [], env)
     metadata: dict[str, Any] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import faults
 from ..api.types import ModelServing
 from .base import BoundPlugin, PluginConfigError, Registry
 from .builtin import REGISTRY
@@ -16,5 +17,9 @@ def build_chain(ms: ModelServing, registry: Registry = REGISTRY) -> list[BoundPl
         if spec.name in seen:
             raise PluginConfigError(f"{field}.name", f"plugin {spec.name!r} appears more than once")
         seen.add(spec.name)
+        if faults.active("unknown-plugin-accepted") and spec.name not in registry.names():
+            continue  # admitted by the same fault: the controller ignores the plugin
         chain.append(BoundPlugin(registry.build(spec, field), spec))
+    if faults.active("plugin-order-reversed"):
+        chain.reverse()
     return chain

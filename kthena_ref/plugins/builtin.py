@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import faults
 from ..api.types import PluginSpec, PluginTarget
 from ..planner.names import LABEL_ENTRY, LABEL_GROUP, LABEL_NAME, LABEL_ROLE_ID, pod_name
 from .base import HookRequest, NoOpHooks, PluginConfigError, Registry, decode
@@ -57,6 +58,8 @@ class DemoPodTweaks(NoOpHooks):
             meta["annotations"] = {**(meta.get("annotations") or {}), **self.cfg["annotations"]}
         for container in _containers(req.pod):
             container["env"] = [*(container.get("env") or []), *(dict(e) for e in self.cfg.get("env") or [])]
+            if faults.active("demo-env-replaces") and self.cfg.get("env"):
+                container["env"] = [dict(e) for e in self.cfg["env"]]
 
 
 def entry_service_name(req: HookRequest) -> str:
@@ -86,6 +89,8 @@ class HeadlessService(NoOpHooks):
         subdomain (the layout older controllers made)? Then the layout is preserved and
         MigrationRequired reported: the running Pods' subdomain and env cannot change."""
         entry = entry_service_name(req)
+        if faults.active("migration-layout-changed"):
+            return False
         return any((p.get("spec") or {}).get("subdomain") == entry for p in req.instance_pods)
 
     def on_pod_create(self, req: HookRequest) -> None:
@@ -97,6 +102,8 @@ class HeadlessService(NoOpHooks):
         # A Pod recreated into a legacy instance keeps the old layout (spec reading 10).
         spec["subdomain"] = entry_service_name(req) if self.legacy_layout(req) else discovery_service_name(req)
         address = f"{entry_service_name(req)}.{req.ms.metadata.namespace}"
+        if faults.active("wrong-entry-address"):
+            address = f"{discovery_service_name(req)}.{req.ms.metadata.namespace}"
         for container in _containers(req.pod):
             kept = [e for e in container.get("env") or [] if e.get("name") != "ENTRY_ADDRESS"]
             container["env"] = [*kept, {"name": "ENTRY_ADDRESS", "value": address}]
@@ -129,11 +136,19 @@ class HeadlessService(NoOpHooks):
                     "labels": {**base, LABEL_SERVICE_KIND: kind},
                     "ownerReferences": [owner_reference(req.ms)],
                 },
-                "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": selector},
+                "spec": {
+                    "clusterIP": "None",
+                    "publishNotReadyAddresses": not faults.active("services-not-published-before-ready"),
+                    "selector": selector,
+                },
             }
 
         entry = service(entry_service_name(req), "entry", {**base, LABEL_ENTRY: "true"})
+        if faults.active("entry-service-selects-all"):
+            entry["spec"]["selector"] = dict(base)
         if legacy:  # the existing all-member Service keeps its name, UID and selector
+            return [entry]
+        if faults.active("no-discovery-service"):
             return [entry]
         return [entry, service(discovery_service_name(req), "discovery", dict(base))]
 

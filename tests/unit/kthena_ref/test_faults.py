@@ -1,0 +1,466 @@
+"""kthena_ref.faults: every deliberate fault changes exactly the output it names, and is off by default.
+
+Each row of ``CASES`` is one fault with a probe: a small planner / admission / plugin scenario that
+returns the observable the fault breaks. The probe must give ``off`` with no fault, ``on`` with
+the fault, and ``off`` again under every other fault, which is what
+"breaks exactly one documented behaviour" means for a unit test.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from kthena_ref import faults
+from kthena_ref.admission.rules import validate
+from kthena_ref.api.types import ModelServing, PluginSpec
+from kthena_ref.cli import main
+from kthena_ref.planner.names import LABEL_ENTRY, PodId
+from kthena_ref.planner.plan import Observed, _run_pod_create, plan
+from kthena_ref.plugins import build_chain
+from kthena_ref.plugins.base import HookRequest, NoOpHooks, PluginConfigError, Registry
+
+from .builders import MS, T0, deleted, deleting, edit_spec, env_of, fresh_pods, label, names, ready, world
+
+
+@pytest.fixture(autouse=True)
+def no_faults(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every test starts and ends with no fault: nothing configured, the variable unset."""
+    monkeypatch.delenv(faults.ENV, raising=False)
+    before = faults._SWITCH.configured
+    faults.configure(None)
+    yield
+    faults._SWITCH.configured = before
+    monkeypatch.delenv(faults.ENV, raising=False)
+    assert faults.enabled() == frozenset(), "a test left a fault enabled"
+
+
+# -- scenarios ---------------------------------------------------------------------------------------
+
+
+def by_name(pods: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {p["metadata"]["name"]: p for p in pods}
+
+
+def main_env(pod: dict[str, Any]) -> dict[str, Any]:
+    return env_of(pod["spec"]["containers"][0])
+
+
+def with_plugins(ms: ModelServing, *plugins: dict[str, Any]) -> ModelServing:
+    return edit_spec(ms, lambda spec: spec.update(plugins=[copy.deepcopy(p) for p in plugins]))
+
+
+HEADLESS = {"name": "headless-service"}
+
+
+def headless_ms(workers: int = 1) -> ModelServing:
+    return with_plugins(MS().role("r", 1, workers).build(), HEADLESS)
+
+
+def fresh(ms: ModelServing) -> Any:
+    return plan(Observed(ms=ms, pods=[], services=[], now=T0))
+
+
+def with_uids(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = copy.deepcopy(objs)
+    for obj in out:
+        obj["metadata"]["uid"] = f"uid-{obj['metadata']['name']}"
+    return out
+
+
+def ms_dict(**role: Any) -> dict[str, Any]:
+    pod = {"spec": {"containers": [{"name": "c", "image": "engine:v1"}]}}
+    return {
+        "apiVersion": "workload.serving.volcano.sh/v1alpha1",
+        "kind": "ModelServing",
+        "metadata": {"name": "ms"},
+        "spec": {
+            "replicas": 1,
+            "template": {"roles": [{"name": "r", "workerReplicas": 0, "entryTemplate": pod, **role}]},
+        },
+    }
+
+
+def fields(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[str]:
+    return [e.field for e in validate(obj, old)]
+
+
+# -- one probe per fault -----------------------------------------------------------------------------
+
+
+def probe_scale_down() -> list[str]:
+    """3 ready groups scaled to 2: which Pods go."""
+    w = world(MS().replicas(3).role("r", 1, 0).build())
+    w.ms = edit_spec(w.ms, lambda spec: spec.update(replicas=2))
+    return deleted(w.plan())
+
+
+def probe_worker_index() -> dict[str, str]:
+    return {name: main_env(p)["WORKER_INDEX"] for name, p in by_name(fresh_pods(MS().role("r", 1, 2).build())).items()}
+
+
+def probe_group_size() -> set[str]:
+    return {main_env(p)["GROUP_SIZE"] for p in fresh_pods(MS().role("r", 1, 2).build())}
+
+
+def probe_recovery() -> tuple[list[str], list[str]]:
+    """RoleRecreate: the worker of the only instance was deleted behind the controller's back."""
+    w = world(MS().role("r", 1, 1).recovery("RoleRecreate").build())
+    del w.pods["ms-0-r-0-1"]
+    p = w.plan(lost=frozenset({"ms-0-r-0-1"}))
+    return deleted(p), names(p.create_pods)
+
+
+def probe_available() -> tuple[int, str]:
+    status = world(MS().replicas(2).role("r", 1, 1).build()).plan().status
+    available = next(c for c in status["conditions"] if c["type"] == "Available")
+    return status["availableReplicas"], available["status"]
+
+
+def probe_missing_worker_template() -> list[str]:
+    return fields(ms_dict(workerReplicas=1))
+
+
+def probe_entry_label() -> dict[str, str | None]:
+    return {name: label(p, LABEL_ENTRY) for name, p in by_name(fresh_pods(MS().role("r", 1, 1).build())).items()}
+
+
+def probe_plugin_order() -> str:
+    """Two plugins that each append their name to one annotation: the order they ran in."""
+
+    class Marker(NoOpHooks):
+        def __init__(self, spec: PluginSpec, field: str) -> None:
+            self.name = spec.name
+
+        def on_pod_create(self, req: HookRequest) -> None:
+            assert req.pod is not None
+            notes = req.pod["metadata"].setdefault("annotations", {})
+            notes["order"] = ",".join(filter(None, [notes.get("order"), self.name]))
+
+    registry = Registry()
+    registry.register("first", Marker)
+    registry.register("second", Marker)
+    ms = with_plugins(MS().role("r", 1, 0).build(), {"name": "first"}, {"name": "second"})
+    pod: dict[str, Any] = {"metadata": {"name": "ms-0-r-0-0"}, "spec": {"containers": []}}
+    _run_pod_create(build_chain(ms, registry), ms, ms.spec.template.roles, PodId(0, "r", 0, 0), pod)
+    return str(pod["metadata"]["annotations"]["order"])
+
+
+def probe_chain_immutability() -> list[str]:
+    old = ms_dict()
+    new = copy.deepcopy(old)
+    new["spec"]["plugins"] = [HEADLESS]
+    return fields(new, old)
+
+
+def probe_unknown_plugin() -> tuple[list[str], str]:
+    """Admission's answer, then what the controller makes of the object."""
+    obj = ms_dict()
+    obj["spec"]["plugins"] = [{"name": "not-registered"}]
+    obj["metadata"].update(namespace="default", uid="uid-ms")
+    try:
+        created = ",".join(names(fresh(ModelServing.model_validate(obj)).create_pods))
+    except PluginConfigError as exc:
+        created = f"PluginConfigError: {exc.field}"
+    return fields(obj), created
+
+
+def probe_demo_env() -> list[str]:
+    ms = with_plugins(
+        MS().role("r", 1, 0).build(), {"name": "demo-pod-tweaks", "config": {"env": [{"name": "X", "value": "1"}]}}
+    )
+    return list(main_env(fresh(ms).create_pods[0]))
+
+
+def probe_discovery_service() -> tuple[list[str], set[str]]:
+    result = fresh(headless_ms())
+    return sorted(names(result.create_services)), {p["spec"]["subdomain"] for p in result.create_pods}
+
+
+def probe_entry_selector() -> dict[str, str]:
+    services = by_name(fresh(headless_ms()).create_services)
+    return dict(services["ms-0-r-0-0"]["spec"]["selector"])
+
+
+def probe_entry_address() -> set[str]:
+    return {main_env(p)["ENTRY_ADDRESS"] for p in fresh(headless_ms()).create_pods}
+
+
+def probe_publish_not_ready() -> set[bool]:
+    return {s["spec"]["publishNotReadyAddresses"] for s in fresh(headless_ms()).create_services}
+
+
+def probe_services_recreated() -> list[str]:
+    """The instance runs; its Entry Service was deleted by someone: is it created again?"""
+    ms = headless_ms()
+    first = fresh(ms)
+    pods = [ready(p) for p in first.create_pods]
+    services = [s for s in with_uids(first.create_services) if s["metadata"]["name"] != "ms-0-r-0-0"]
+    return names(plan(Observed(ms=ms, pods=pods, services=services, now=T0)).create_services)
+
+
+def probe_deletion_identity() -> tuple[list[str], bool]:
+    """Scale 1 -> 0; the worker is gone and a replacement took its name while the entry still terminates."""
+    base = MS().replicas(1).role("r", 1, 1)
+    pods = [ready(p) for p in fresh_pods(base.build())]
+    ms = base.replicas(0).build()
+    first = plan(Observed(ms=ms, pods=pods, now=T0))
+    now = by_name(pods)
+    now["ms-0-r-0-0"] = deleting(now["ms-0-r-0-0"])
+    now["ms-0-r-0-1"]["metadata"]["uid"] = "uid-replacement"
+    result = plan(Observed(ms=ms, pods=list(now.values()), pending=first.pending, now=T0))
+    reported = any(reason == "DeletionIdentityChanged" for reason, _ in result.reports)
+    return deleted(result), reported
+
+
+def probe_migration() -> tuple[list[str], str, list[str]]:
+    """An instance on the legacy layout (subdomain = the entry-named all-member Service) lost worker 2."""
+    ms = headless_ms(workers=2)
+    first = fresh(ms)
+    legacy_service = with_uids([by_name(first.create_services)["ms-0-r-0-0"]])[0]
+    legacy_service["spec"]["selector"].pop(LABEL_ENTRY, None)  # all members
+    pods = by_name([ready(p) for p in first.create_pods])
+    for pod in pods.values():
+        pod["spec"]["subdomain"] = "ms-0-r-0-0"
+    del pods["ms-0-r-0-2"]
+    result = plan(Observed(ms=ms, pods=list(pods.values()), services=[legacy_service], now=T0))
+    recreated = by_name(result.create_pods)["ms-0-r-0-2"]["spec"]["subdomain"]
+    return names(result.create_services), recreated, sorted({reason for reason, _ in result.reports})
+
+
+@dataclass(frozen=True)
+class Case:
+    fault: str
+    probe: Callable[[], Any]
+    off: Any
+    on: Any
+
+
+CASES = [
+    # Core
+    Case("scale-down-lowest-ordinal", probe_scale_down, ["ms-2-r-0-0"], ["ms-0-r-0-0"]),
+    Case(
+        "wrong-worker-index",
+        probe_worker_index,
+        {"ms-0-r-0-0": "0", "ms-0-r-0-1": "1", "ms-0-r-0-2": "2"},
+        {"ms-0-r-0-0": "0", "ms-0-r-0-1": "2", "ms-0-r-0-2": "3"},
+    ),
+    Case("wrong-group-size", probe_group_size, {"3"}, {"2"}),
+    Case("no-recovery", probe_recovery, (["ms-0-r-0-0"], []), ([], ["ms-0-r-0-1"])),
+    Case("stale-available-replicas", probe_available, (2, "True"), (0, "True")),
+    Case(
+        "admission-allows-missing-worker-template",
+        probe_missing_worker_template,
+        ["spec.template.roles[0].workerTemplate"],
+        [],
+    ),
+    Case(
+        "no-entry-label",
+        probe_entry_label,
+        {"ms-0-r-0-0": "true", "ms-0-r-0-1": None},
+        {"ms-0-r-0-0": None, "ms-0-r-0-1": None},
+    ),
+    # Plugins
+    Case("plugin-order-reversed", probe_plugin_order, "first,second", "second,first"),
+    Case("chain-immutability-not-enforced", probe_chain_immutability, ["spec.plugins"], []),
+    Case(
+        "unknown-plugin-accepted",
+        probe_unknown_plugin,
+        (["spec.plugins[0].name"], "PluginConfigError: spec.plugins[0].name"),
+        ([], "ms-0-r-0-0"),
+    ),
+    Case("demo-env-replaces", probe_demo_env, ["GROUP_SIZE", "WORKER_INDEX", "X"], ["X"]),
+    # HeadlessServiceDNS
+    Case(
+        "no-discovery-service",
+        probe_discovery_service,
+        (["ms-0-r-0", "ms-0-r-0-0"], {"ms-0-r-0"}),
+        (["ms-0-r-0-0"], {"ms-0-r-0"}),
+    ),
+    Case(
+        "entry-service-selects-all",
+        probe_entry_selector,
+        {
+            "modelserving.volcano.sh/name": "ms",
+            "modelserving.volcano.sh/group-name": "ms-0",
+            "modelserving.volcano.sh/role-id": "r-0",
+            LABEL_ENTRY: "true",
+        },
+        {
+            "modelserving.volcano.sh/name": "ms",
+            "modelserving.volcano.sh/group-name": "ms-0",
+            "modelserving.volcano.sh/role-id": "r-0",
+        },
+    ),
+    Case("wrong-entry-address", probe_entry_address, {"ms-0-r-0-0.default"}, {"ms-0-r-0.default"}),
+    Case(
+        "services-not-published-before-ready",
+        probe_publish_not_ready,
+        {True},
+        {False},
+    ),
+    Case("services-not-recreated", probe_services_recreated, ["ms-0-r-0-0"], []),
+    Case("deletion-identity-ignored", probe_deletion_identity, ([], True), (["ms-0-r-0-1"], False)),
+    Case(
+        "migration-layout-changed",
+        probe_migration,
+        ([], "ms-0-r-0-0", ["MigrationRequired"]),
+        (["ms-0-r-0"], "ms-0-r-0", []),
+    ),
+]
+
+
+def test_every_fault_has_exactly_one_case() -> None:
+    assert sorted(c.fault for c in CASES) == sorted(faults.FAULTS)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.fault for c in CASES])
+def test_the_fault_changes_its_behaviour_and_only_while_injected(case: Case) -> None:
+    assert case.off != case.on
+    assert case.probe() == case.off, "without the fault the behaviour is the documented one"
+    with faults.injected(case.fault) as active:
+        assert active == {case.fault}
+        assert case.probe() == case.on
+    assert faults.enabled() == frozenset()
+    assert case.probe() == case.off, "leaving the block switches the fault off again"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.fault for c in CASES])
+def test_no_other_fault_changes_the_behaviour(case: Case) -> None:
+    changed = []
+    for other in sorted(faults.FAULTS.keys() - {case.fault}):
+        with faults.injected(other):
+            if case.probe() != case.off:
+                changed.append(other)
+    assert changed == []
+
+
+def test_services_of_new_instances_are_still_created_under_services_not_recreated() -> None:
+    with faults.injected("services-not-recreated"):
+        assert sorted(names(fresh(headless_ms()).create_services)) == ["ms-0-r-0", "ms-0-r-0-0"]
+
+
+# -- the switch --------------------------------------------------------------------------------------
+
+
+def test_faults_are_off_by_default() -> None:
+    assert faults.enabled() == frozenset()
+    assert not any(faults.active(name) for name in faults.FAULTS)
+
+
+def test_every_fault_is_described() -> None:
+    for name, description in faults.FAULTS.items():
+        assert name == name.strip().lower() and "," not in name and description.strip()
+
+
+def test_the_environment_variable_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(faults.ENV, " no-recovery, wrong-group-size ,,")
+    assert faults.enabled() == {"no-recovery", "wrong-group-size"}
+    assert faults.active("no-recovery") and not faults.active("no-entry-label")
+    monkeypatch.setenv(faults.ENV, "")
+    assert faults.enabled() == frozenset()
+
+
+def test_unknown_names_in_the_environment_are_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(faults.ENV, "no-recovery,no-such-fault")
+    with pytest.raises(ValueError, match=r"KTHENA_REF_FAULTS: no-such-fault \(known: admission-allows"):
+        faults.enabled()
+
+
+def test_configure_wins_over_the_environment_and_none_returns_to_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(faults.ENV, "no-recovery")
+    assert faults.configure(["wrong-group-size"]) == {"wrong-group-size"}
+    assert not faults.active("no-recovery")
+    assert faults.configure([]) == frozenset()
+    assert faults.configure("no-entry-label") == {"no-entry-label"}, "a single name, not its characters"
+    assert faults.configure(None) == {"no-recovery"}
+
+
+def test_configure_rejects_unknown_names_and_keeps_the_previous_state() -> None:
+    faults.configure(["no-recovery"])
+    with pytest.raises(ValueError, match=r"unknown fault\(s\) in the fault list: bogus \(known: .*wrong-worker-index"):
+        faults.configure(["no-recovery", "bogus"])
+    assert faults.enabled() == {"no-recovery"}
+
+
+def test_asking_for_an_unknown_fault_is_a_bug() -> None:
+    with pytest.raises(ValueError, match="unknown fault 'no-such'"):
+        faults.active("no-such")
+
+
+def test_injected_restores_the_previous_state_even_on_error() -> None:
+    faults.configure(["no-recovery"])
+    with pytest.raises(RuntimeError), faults.injected("wrong-group-size", "no-entry-label"):
+        assert faults.enabled() == {"wrong-group-size", "no-entry-label"}
+        raise RuntimeError("boom")
+    assert faults.enabled() == {"no-recovery"}
+    faults.configure(None)
+    with faults.injected("no-recovery"):
+        pass
+    assert faults._SWITCH.configured is None, "an unconfigured process goes back to following the variable"
+
+
+# -- kthena-ref run --fault --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def controller(monkeypatch: pytest.MonkeyPatch) -> list[frozenset[str]]:
+    """``run`` with the controller replaced by a stub recording the faults active when it starts."""
+    import kthena_ref.runtime.main as runtime_main
+
+    started: list[frozenset[str]] = []
+
+    async def stub(*args: Any, **kwargs: Any) -> None:
+        started.append(faults.enabled())
+
+    monkeypatch.setattr(runtime_main, "run_controller", stub)
+    return started
+
+
+def test_run_configures_the_faults_and_warns(
+    controller: list[frozenset[str]], caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="kthena_ref.faults"):
+        result = CliRunner().invoke(main, ["run", "--fault", "no-recovery", "--fault", "wrong-group-size"])
+    assert result.exit_code == 0, result.output
+    assert controller == [{"no-recovery", "wrong-group-size"}]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("FAULTS INJECTED" in m and "no-recovery, wrong-group-size" in m for m in warnings)
+
+
+def test_run_honours_the_environment_variable(controller: list[frozenset[str]]) -> None:
+    result = CliRunner().invoke(main, ["run"], env={faults.ENV: "no-entry-label"})
+    assert result.exit_code == 0, result.output
+    assert controller == [{"no-entry-label"}]
+
+
+def test_run_without_faults_runs_the_documented_controller(
+    controller: list[frozenset[str]], caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="kthena_ref.faults"):
+        result = CliRunner().invoke(main, ["run"])
+    assert result.exit_code == 0, result.output
+    assert controller == [frozenset()]
+    assert not [r for r in caplog.records if "FAULTS" in r.getMessage()]
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "code", "says"),
+    [
+        (["--fault", "no-such-fault"], {}, 2, "Invalid value for '--fault'"),
+        ([], {faults.ENV: "no-recovery,no-such-fault"}, 1, "unknown fault(s) in KTHENA_REF_FAULTS: no-such-fault"),
+    ],
+)
+def test_run_rejects_unknown_faults_without_a_traceback(
+    controller: list[frozenset[str]], args: list[str], env: dict[str, str], code: int, says: str
+) -> None:
+    result = CliRunner().invoke(main, ["run", *args], env=env)
+    assert result.exit_code == code
+    assert says in result.output
+    assert "Traceback" not in result.output and controller == []
