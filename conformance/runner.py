@@ -175,7 +175,7 @@ def _scheduler_check(api: Any, timeout: float = 30.0) -> Check:
         core.create_namespaced_pod(ns, pod)
         placed = wait_for(
             "the scheduler probe Pod to get a node",
-            lambda: core.read_namespaced_pod("scheduler-probe", ns).spec.node_name,
+            lambda: (core.read_namespaced_pod("scheduler-probe", ns).spec or client.V1PodSpec(containers=[])).node_name,
             timeout=timeout,
         )
         return Check("scheduler", True, f"default-scheduler placed a probe Pod on {placed}")
@@ -535,7 +535,7 @@ def _deploy_reference(info: ClusterInfo, secrets_dir: Path, report_dir: Path, fa
     log = report_dir / "kthena-ref.log"
     log.unlink(missing_ok=True)
     extra = [*(webhook.flags() if webhook else ()), *(f"--fault={f}" for f in faults)]
-    controller = reference.start(kubeconfig, log, owner_pid=os.getpid(), extra=extra)
+    controller = reference.start(kubeconfig, log, owner_pid=os.getpid(), extra=tuple(extra))
     if webhook is not None:
         reference.register_webhook(info, webhook)
     return controller

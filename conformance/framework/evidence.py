@@ -44,7 +44,7 @@ class PodHistory:
         while not self._stop.is_set():
             w = watch.Watch()  # type: ignore[no-untyped-call]
             try:
-                for event in w.stream(
+                for event in w.stream(  # type: ignore[no-untyped-call]
                     self.kube.core.list_namespaced_pod, self.ns, timeout_seconds=2, resource_version=version or None
                 ):
                     pod = event["object"]

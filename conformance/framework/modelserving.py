@@ -193,7 +193,7 @@ class ModelServings:
         def done(obj: dict[str, Any]) -> bool:
             status = obj.get("status") or {}
             want = obj["spec"].get("replicas", 1)
-            return (
+            return bool(
                 status.get("observedGeneration") == obj["metadata"].get("generation")
                 and status.get("replicas") == want
                 and status.get("availableReplicas") == want

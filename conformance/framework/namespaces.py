@@ -9,6 +9,7 @@ a cleanup that does not finish is an error of the test, never a pass.
 
 from __future__ import annotations
 
+import functools
 import secrets
 import time
 from dataclasses import dataclass
@@ -71,11 +72,13 @@ def cleanup(kube: Any, ns: TestNamespace, modelservings: list[str], *, timeout: 
             except ApiException as exc:
                 if exc.status != 404:
                     raise
+
+            def read(name: str = name) -> Any:
+                return kube.custom.get_namespaced_custom_object(GROUP, VERSION, ns.name, PLURAL, name)
+
             wait_for(
                 f"ModelServing {ns.name}/{name} to be gone",
-                lambda name=name: _gone(
-                    lambda: kube.custom.get_namespaced_custom_object(GROUP, VERSION, ns.name, PLURAL, name)
-                ),
+                functools.partial(_gone, read),
                 timeout=max(1.0, deadline - time.monotonic()),
                 interval=0.2,
             )

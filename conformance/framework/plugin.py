@@ -16,7 +16,7 @@ import os
 import secrets
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -126,8 +126,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
-    report: pytest.TestReport = yield
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
     if report.when == "call":
         item.stash[CALL_REPORT] = report
     skip_reason = ""
@@ -269,7 +271,7 @@ def ns(kube: Any, suite: SuiteState, request: pytest.FixtureRequest) -> Iterator
         yield space.name
     finally:
         history.stop()
-        report = request.node.stash.get(CALL_REPORT, None)
+        report: pytest.TestReport | None = request.node.stash.get(CALL_REPORT, None)
         failed = report is None or report.failed
         if failed and report is not None:
             where = suite.artifacts / bid.replace("/", "_")
