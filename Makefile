@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed-stamp
 WORKERS ?= 2
 PYTEST := $(BIN)/pytest -p no:cacheprovider
 
-.PHONY: all venv binaries conformance test test-fast test-slow lint bench clean distclean
+.PHONY: all venv binaries conformance test test-fast test-slow lint bench catalog clean distclean
 
 all: test
 
@@ -43,6 +43,10 @@ test: binaries
 test-fast: venv
 	$(PYTEST) -q tests/unit
 
+# Regenerate the behaviour catalog (conformance/catalog.yaml) from the suite's tests.
+catalog: venv
+	$(BIN)/kthena-conformance catalog --write
+
 lint: venv
 	$(BIN)/ruff check conformance kthena_ref tests bench
 	$(BIN)/mypy
@@ -50,6 +54,7 @@ lint: venv
 bench: binaries
 	$(BIN)/python -m bench.cluster_bench
 	$(BIN)/python -m bench.controller_bench
+	$(BIN)/python -m bench.suite_bench
 
 clean:
 	-$(BIN)/kthena-conformance cluster sweep

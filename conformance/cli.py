@@ -335,6 +335,7 @@ def run_command(
         kubeconfig=kubeconfig,
         context=context,
         keep_cluster=keep_cluster,
+        cluster_name=name if keep_cluster else None,  # a kept cluster is reused by name next time
         implementation=implementation,
         support_file=support_file,
         supported_features=list(supported_features),

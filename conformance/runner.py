@@ -63,6 +63,8 @@ class RunOptions:
     kubeconfig: str | None = None
     context: str | None = None
     keep_cluster: bool = False
+    cluster_name: str | None = None  # reuse (or make and keep) this cluster; default: a fresh one
+    cluster_owner_pid: int | None = None  # with keep_cluster: the kept cluster still dies with this process
     implementation: str = "reference"  # or "external"
     support_file: Path | None = None
     supported_features: list[str] = field(default_factory=list)
@@ -254,9 +256,9 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
         _clean(report_dir)
         progress(f"bringing up the {options.provider_name} cluster")
         info = provider.up(
-            ClusterSpec(name=f"conformance-{os.getpid()}"),
+            ClusterSpec(name=options.cluster_name or f"conformance-{os.getpid()}"),
             progress=progress,
-            owner_pid=None if options.keep_cluster else os.getpid(),
+            owner_pid=options.cluster_owner_pid if options.keep_cluster else os.getpid(),
         )
         data["cluster"] = info.as_report()
         controller_log = options.controller_log

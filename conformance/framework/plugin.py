@@ -236,6 +236,21 @@ def suite(request: pytest.FixtureRequest) -> SuiteState:
     return _state(request.config)
 
 
+@pytest.fixture(autouse=True)
+def _allure_labels(request: pytest.FixtureRequest) -> None:
+    """Behaviour id, feature, profile, statement and spec reference on the allure result."""
+    b = behaviour_of(request.node)
+    if b is None:
+        return
+    import allure
+
+    allure.dynamic.epic(b.profile.name)
+    allure.dynamic.feature(str(b.feature))
+    allure.dynamic.story(b.id)
+    allure.dynamic.description(f"{b.statement}\n\nSpec: {b.spec}")
+    allure.dynamic.label("behaviour", b.id)
+
+
 @pytest.fixture(scope="session")
 def timeouts(suite: SuiteState) -> Timeouts:
     return suite.timeouts

@@ -1,0 +1,104 @@
+"""An interrupted conformance run still leaves a report that says so, and nothing behind.
+
+Ctrl-C is simulated the way a terminal sends it: SIGINT to the run's whole process group
+(``kthena-conformance run``, its pytest passes and their xdist workers). A killed xdist worker
+is simulated with SIGKILL to one worker process. The cluster is kept between the two runs and
+removed at the end; after each run the suite's namespaces of that run are gone or swept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from conformance.framework.waits import wait_for
+
+pytestmark = [pytest.mark.serial, pytest.mark.own_controller, pytest.mark.slow]
+
+CLI = [sys.executable, "-m", "conformance.cli"]
+
+
+@pytest.fixture(scope="module")
+def cluster_name() -> Iterator[str]:
+    from conformance.cluster.local.provider import LocalProvider
+
+    name = f"intr-{os.getpid()}"
+    yield name
+    LocalProvider().down(name)
+
+
+def start(cluster: str, report_dir: Path, *ids: str) -> subprocess.Popen[bytes]:
+    args = [*CLI, "run", "--keep-cluster", "--name", cluster, "--report-dir", str(report_dir), "-n", "2"]
+    args += [f"--id={i}" for i in ids]
+    return subprocess.Popen(args, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def suite_namespaces(cluster: str) -> list[str]:
+    from conformance.cluster.local.provider import LocalProvider
+    from conformance.framework import namespaces
+    from conformance.framework.kube import Kube
+
+    info = LocalProvider().info(cluster)
+    return namespaces.leftovers(Kube.connect(info.kubeconfig, info.context))
+
+
+def xdist_workers(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
+    try:
+        children = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    return [c for c in children if "xdist" in " ".join(c.cmdline()) or "-c" in c.cmdline()[:3]]
+
+
+def test_ctrl_c_leaves_a_report_saying_so_and_no_leftovers(cluster_name: str, tmp_path: Path) -> None:
+    proc = start(cluster_name, tmp_path, "core/*", "plugins/*")
+    try:
+        wait_for(
+            "a test namespace of the run",
+            lambda: suite_namespaces(cluster_name) if (tmp_path / ".passes").exists() else [],
+            timeout=120,
+            interval=0.3,
+        )
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, out.decode(errors="replace")[-3000:]
+    report = json.loads((tmp_path / "conformance-report.json").read_text())
+    assert report["run"]["interrupted"] is True
+    assert report["verdict"] == "error" and report["exitCode"] == 130
+    assert any("interrupted" in t["message"] for t in report["tests"] if t["outcome"] == "error"), report["tests"]
+    subprocess.run([*CLI, "sweep", "--name", cluster_name], check=True, capture_output=True, timeout=180)
+    assert suite_namespaces(cluster_name) == []
+
+
+def test_a_killed_worker_is_an_error_in_the_report(cluster_name: str, tmp_path: Path) -> None:
+    proc = start(cluster_name, tmp_path, "core/*")
+    try:
+        worker = wait_for(
+            "an xdist worker with a test running",
+            lambda: xdist_workers(proc) if suite_namespaces(cluster_name) else [],
+            timeout=120,
+            interval=0.3,
+        )[0]
+        worker.kill()
+        out, _ = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    report = json.loads((tmp_path / "conformance-report.json").read_text())
+    errors = [t for t in report["tests"] if t["outcome"] == "error"]
+    assert errors, f"a killed worker must show as an error; tests: {report['tests']}"
+    assert report["verdict"] != "success" and proc.returncode == 1, out.decode(errors="replace")[-3000:]
+    assert suite_namespaces(cluster_name) == [], "the run sweeps its own namespaces at the end"

@@ -1,0 +1,73 @@
+"""`kthena-conformance run` with bad input: one clear message, a report saying what happened, and
+the documented exit code (2 bad input, 3 cluster unreachable). No cluster is needed for these."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conformance.cli import main
+
+BAD_SUPPORT = """\
+apiVersion: conformance.kthena.io/v1alpha1
+kind: ImplementationSupport
+implementation: {name: vendor, version: "1.0"}
+supportedFeatures: [Core, Bogus]
+"""
+
+UNREACHABLE = """\
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        pytest.param(["--profile", "Nope"], 2, "unknown profile 'Nope'", id="unknown-profile"),
+        pytest.param(["--id", "nothing/here"], 2, "--id 'nothing/here' matches no behaviour", id="unknown-id"),
+        pytest.param(["--feature", "Teleport"], 2, "unknown feature 'Teleport'", id="unknown-feature"),
+        pytest.param(["--support-file", "{bad}", "--implementation", "external"], 2, "supportedFeatures[1]",
+                     id="malformed-support-file"),  # fmt: skip
+        pytest.param(["--support-file", "{missing}"], 2, "missing.yaml", id="missing-support-file"),
+        pytest.param(["--implementation", "external"], 2, "must declare what it supports", id="no-declaration"),
+        pytest.param(["--timeout", "pods-running=abc"], 2, "--timeout", id="bad-timeout"),
+        pytest.param(["--timeout", "nap=3"], 2, "nap", id="unknown-timeout"),
+        pytest.param(["--timeout-scale", "0"], 2, "--timeout-scale", id="bad-scale"),
+        pytest.param(
+            ["--provider", "existing", "--kubeconfig", "{kubeconfig}", "--implementation", "external", "--all-features"],
+            3, "did not answer", id="unreachable-cluster",
+        ),  # fmt: skip
+    ],
+)
+def test_bad_input_is_one_message_a_report_and_an_exit_code(
+    tmp_path: Path, args: list[str], code: int, message: str
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(BAD_SUPPORT)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(UNREACHABLE)
+    argv = [a.format(bad=bad, missing=tmp_path / "missing.yaml", kubeconfig=kubeconfig) for a in args]
+    result = CliRunner().invoke(main, ["run", *argv, "--report-dir", str(tmp_path / "r")])
+    assert result.exit_code == code, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+    report = json.loads((tmp_path / "r" / "conformance-report.json").read_text())
+    assert report["verdict"] == "error" and report["exitCode"] == code
+    assert message in report["error"]["message"]
+    assert (tmp_path / "r" / "junit.xml").exists()
+
+
+def test_dry_run_lists_the_selection_and_runs_nothing(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["run", "--dry-run", "--profile", "Core", "--report-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("core/")]
+    assert lines and all("Core" in line for line in lines)
+    assert not (tmp_path / "conformance-report.json").exists()
