@@ -244,11 +244,12 @@ def _allure_labels(request: pytest.FixtureRequest) -> None:
         return
     import allure
 
-    allure.dynamic.epic(b.profile.name)
-    allure.dynamic.feature(str(b.feature))
-    allure.dynamic.story(b.id)
-    allure.dynamic.description(f"{b.statement}\n\nSpec: {b.spec}")
-    allure.dynamic.label("behaviour", b.id)
+    dynamic: Any = allure.dynamic  # allure-pytest ships no type hints
+    dynamic.epic(b.profile.name)
+    dynamic.feature(str(b.feature))
+    dynamic.story(b.id)
+    dynamic.description(f"{b.statement}\n\nSpec: {b.spec}")
+    dynamic.label("behaviour", b.id)
 
 
 @pytest.fixture(scope="session")

@@ -34,17 +34,31 @@ current-context: c
         pytest.param(["--profile", "Nope"], 2, "unknown profile 'Nope'", id="unknown-profile"),
         pytest.param(["--id", "nothing/here"], 2, "--id 'nothing/here' matches no behaviour", id="unknown-id"),
         pytest.param(["--feature", "Teleport"], 2, "unknown feature 'Teleport'", id="unknown-feature"),
-        pytest.param(["--support-file", "{bad}", "--implementation", "external"], 2, "supportedFeatures[1]",
-                     id="malformed-support-file"),  # fmt: skip
+        pytest.param(
+            ["--support-file", "{bad}", "--implementation", "external"],
+            2,
+            "supportedFeatures[1]",
+            id="malformed-support-file",
+        ),
         pytest.param(["--support-file", "{missing}"], 2, "missing.yaml", id="missing-support-file"),
         pytest.param(["--implementation", "external"], 2, "must declare what it supports", id="no-declaration"),
         pytest.param(["--timeout", "pods-running=abc"], 2, "--timeout", id="bad-timeout"),
         pytest.param(["--timeout", "nap=3"], 2, "nap", id="unknown-timeout"),
         pytest.param(["--timeout-scale", "0"], 2, "--timeout-scale", id="bad-scale"),
         pytest.param(
-            ["--provider", "existing", "--kubeconfig", "{kubeconfig}", "--implementation", "external", "--all-features"],
-            3, "did not answer", id="unreachable-cluster",
-        ),  # fmt: skip
+            [
+                "--provider",
+                "existing",
+                "--kubeconfig",
+                "{kubeconfig}",
+                "--implementation",
+                "external",
+                "--all-features",
+            ],
+            3,
+            "did not answer",
+            id="unreachable-cluster",
+        ),
     ],
 )
 def test_bad_input_is_one_message_a_report_and_an_exit_code(
