@@ -143,7 +143,72 @@ def preflight(info: ClusterInfo, *, webhook: bool = True) -> list[Check]:
     if webhook and "v1alpha1" in served:
         checks.append(webhook_check(api))
     checks.append(_scheduler_check(api))
+    if "v1alpha1" in served:
+        checks.append(_garbage_collection_check(api))
     return checks
+
+
+def _garbage_collection_check(api: Any, timeout: float = 90.0) -> Check:
+    """Dependents of a deleted ModelServing are garbage-collected (cleanup relies on it).
+
+    kube-controller-manager's garbage collector starts tracking a new CRD's objects only at its
+    next discovery sync (every 30 s): until then, deleting a ModelServing leaves its Pods behind.
+    This probe waits for that once, so no test pays for it: a ConfigMap owned by a ModelServing
+    with zero replicas must disappear after the ModelServing is deleted.
+    """
+    import time as _time
+
+    from kubernetes import client
+
+    from .framework.namespaces import SUITE_LABEL, delete_namespace
+    from .framework.waits import WaitTimeout, wait_for
+
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    group, version, plural = "workload.serving.volcano.sh", "v1alpha1", "modelservings"
+    ns = f"kc-preflight-{secrets.token_hex(3)}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns, labels={SUITE_LABEL: "true"})))
+    started = _time.monotonic()
+    try:
+        body = {
+            "apiVersion": f"{group}/{version}",
+            "kind": "ModelServing",
+            "metadata": {"name": "gc-probe"},
+            "spec": {
+                "replicas": 0,
+                "schedulerName": "default-scheduler",
+                "template": {
+                    "roles": [
+                        {"name": "probe", "replicas": 1, "workerReplicas": 0,
+                         "entryTemplate": {"spec": {"containers": [{"name": "c", "image": "registry.example/p:v1"}]}}}
+                    ]
+                },
+            },
+        }  # fmt: skip
+        owner = custom.create_namespaced_custom_object(group, version, ns, plural, body)
+        ref = client.V1OwnerReference(
+            api_version=f"{group}/{version}", kind="ModelServing", name="gc-probe", uid=owner["metadata"]["uid"]
+        )
+        core.create_namespaced_config_map(
+            ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="gc-probe", owner_references=[ref]))
+        )
+        custom.delete_namespaced_custom_object(group, version, ns, plural, "gc-probe", propagation_policy="Background")
+        wait_for(
+            "the garbage collector to delete a ModelServing's dependent",
+            lambda: [
+                c.metadata.name for c in core.list_namespaced_config_map(ns).items if c.metadata.name == "gc-probe"
+            ],
+            until=lambda left: not left,
+            timeout=timeout,
+            interval=0.5,
+        )
+        took = _time.monotonic() - started
+        return Check("garbage-collection", True, f"dependents of a deleted ModelServing are collected ({took:.0f} s)")
+    except WaitTimeout as exc:
+        return Check("garbage-collection", False, f"a deleted ModelServing's dependent was not collected: {exc}")
+    except Exception as exc:
+        return Check("garbage-collection", False, f"the probe failed: {type(exc).__name__}: {str(exc)[:300]}")
+    finally:
+        delete_namespace(_Kube(core), ns)
 
 
 def _scheduler_check(api: Any, timeout: float = 30.0) -> Check:

@@ -7,6 +7,11 @@ needs a ``replace`` per staging module, etcd and kwok are kept apart so their de
 do not couple). The first build takes many minutes on two cores; afterwards every run finds the
 binaries in ``<cache>/bin/<versions>/`` and starts in seconds.
 
+CoreDNS (the optional DNS server, ``cluster-binaries/coredns``) is an *extra*: built on demand into
+the same directory with its own recipe digest and manifest entry, never required. A set without it
+is complete (the cluster then runs without DNS); adding, changing or failing to build it never
+invalidates the control-plane binaries.
+
 A cache directory is complete only when its ``manifest.json`` exists: the build writes into a
 temporary sibling and renames it into place, so an interrupted build never looks finished. The
 manifest records each binary's size and SHA-256 and the digest of the recipe (go.mod, go.sum,
@@ -32,7 +37,7 @@ from filelock import FileLock
 
 from .errors import HarnessError
 from .paths import binaries_root, repo_root
-from .versions import FALLBACKS, PINNED, Versions
+from .versions import COREDNS, FALLBACKS, PINNED, Versions
 
 Progress = Callable[[str], None]
 
@@ -41,6 +46,8 @@ MANIFEST_SCHEMA = 1
 
 CONTROL_PLANE = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 ALL_BINARIES = ("etcd", *CONTROL_PLANE, "kwok", "kwokctl")
+# Optional binaries built next to a set on demand; a set is complete without them.
+EXTRAS = ("coredns",)
 MIN_GO = (1, 26)
 HEARTBEAT = 30.0  # seconds between "still compiling" lines during a build
 
@@ -109,16 +116,43 @@ def go_mod_edits(module: str, versions: Versions) -> list[list[str]]:
     return [["-require", f"sigs.k8s.io/kwok@{versions.kwok}"]]
 
 
-def recipe_digest(versions: Versions) -> str:
-    """A digest of everything a build depends on besides the Go toolchain."""
-    h = hashlib.sha256(versions.key().encode())
+def extras_plan() -> tuple[GoBuild, ...]:
+    """The ``go build`` invocations of the optional binaries (pure).
+
+    CoreDNS is built from its checked-in wrapper module for every version set: it talks to the
+    API server through client-go and does not follow the control plane's patch version.
+    """
+    return (
+        GoBuild(
+            "coredns",
+            (".",),
+            ("-s", "-w", f"-X github.com/coredns/coredns/coremain.GitCommit={COREDNS}"),
+            ("coredns",),
+        ),
+    )
+
+
+def _digest_step(h: hashlib._Hash, step: GoBuild) -> None:
     src = repo_root() / "cluster-binaries"
+    h.update(" ".join(step.argv(Path("/out"))).encode())
+    for path in sorted((src / step.module).rglob("*")):
+        if path.is_file() and path.suffix in {".go", ".mod", ".sum"}:
+            h.update(str(path.relative_to(src)).encode())
+            h.update(path.read_bytes())
+
+
+def recipe_digest(versions: Versions) -> str:
+    """A digest of everything a build depends on besides the Go toolchain (extras excluded)."""
+    h = hashlib.sha256(versions.key().encode())
     for step in build_plan(versions):
-        h.update(" ".join(step.argv(Path("/out"))).encode())
-        for path in sorted((src / step.module).rglob("*")):
-            if path.is_file() and path.suffix in {".go", ".mod", ".sum"}:
-                h.update(str(path.relative_to(src)).encode())
-                h.update(path.read_bytes())
+        _digest_step(h, step)
+    return h.hexdigest()
+
+
+def extra_recipe_digest(step: GoBuild) -> str:
+    """The recipe digest of one optional build (its module's sources and its command line)."""
+    h = hashlib.sha256(f"extra:{step.module}".encode())
+    _digest_step(h, step)
     return h.hexdigest()
 
 
@@ -137,9 +171,15 @@ class BinarySet:
     directory: Path
     versions: Versions
     manifest: dict[str, object] = field(default_factory=dict)
+    # Optional binaries (EXTRAS) that are built, verified and current, by name.
+    extras: dict[str, Path] = field(default_factory=dict)
 
     def path(self, name: str) -> Path:
         return self.directory / name
+
+    def optional(self, name: str) -> Path | None:
+        """The path of an optional binary (``coredns``), or None when it is not available."""
+        return self.extras.get(name)
 
     @property
     def build_seconds(self) -> float | None:
@@ -213,20 +253,31 @@ class BinaryCache:
             return None  # built from another recipe: rebuild, this is not damage
         for name in ALL_BINARIES:
             entry = entries.get(name)
-            path = directory / name
             if not isinstance(entry, dict):
                 raise self._corrupt(directory, f"manifest.json does not list {name}")
-            if not path.is_file():
-                raise self._corrupt(directory, f"{name} is missing")
-            if path.stat().st_size != entry.get("size"):
-                raise self._corrupt(
-                    directory, f"{name} is {path.stat().st_size} bytes, the manifest says {entry.get('size')}"
-                )
-            if not os.access(path, os.X_OK):
-                raise self._corrupt(directory, f"{name} is not executable")
-            if deep and _sha256(path) != entry.get("sha256"):
-                raise self._corrupt(directory, f"{name} does not match its SHA-256 in manifest.json")
-        return BinarySet(directory, versions, manifest)
+            self._verify(directory, name, entry, deep=deep)
+        extras: dict[str, Path] = {}
+        for step in extras_plan():
+            digest = extra_recipe_digest(step)
+            for name in step.outputs:
+                entry = entries.get(name)
+                if not isinstance(entry, dict) or entry.get("recipe") != digest:
+                    continue  # not built yet, or from another recipe: built on demand, not damage
+                self._verify(directory, name, entry, deep=deep)
+                extras[name] = directory / name
+        return BinarySet(directory, versions, manifest, extras)
+
+    def _verify(self, directory: Path, name: str, entry: dict[str, object], *, deep: bool) -> None:
+        path = directory / name
+        if not path.is_file():
+            raise self._corrupt(directory, f"{name} is missing")
+        if path.stat().st_size != entry.get("size"):
+            size = path.stat().st_size
+            raise self._corrupt(directory, f"{name} is {size} bytes, the manifest says {entry.get('size')}")
+        if not os.access(path, os.X_OK):
+            raise self._corrupt(directory, f"{name} is not executable")
+        if deep and _sha256(path) != entry.get("sha256"):
+            raise self._corrupt(directory, f"{name} does not match its SHA-256 in manifest.json")
 
     def _load_override(self, directory: Path, versions: Versions) -> BinarySet:
         missing = [n for n in ALL_BINARIES if n != "kwokctl" and not (directory / n).is_file()]
@@ -236,7 +287,8 @@ class BinaryCache:
                 "point KTHENA_BIN_DIR at a directory with all control-plane binaries, or unset it "
                 "to build them with `make binaries`",
             )
-        return BinarySet(directory, versions, {"source": "KTHENA_BIN_DIR"})
+        extras = {n: directory / n for n in EXTRAS if (directory / n).is_file()}
+        return BinarySet(directory, versions, {"source": "KTHENA_BIN_DIR"}, extras)
 
     @staticmethod
     def _corrupt(directory: Path, why: str) -> HarnessError:
@@ -254,33 +306,138 @@ class BinaryCache:
         force: bool = False,
         try_fallbacks: bool = True,
         progress: Progress = _quiet,
+        extras: bool = True,
+        retry_failed_extras: bool = True,
     ) -> BinarySet:
-        """A verified binary set, building it (or a fallback version set) when needed."""
+        """A verified binary set, building it (or a fallback version set) when needed.
+
+        ``extras``: also build the optional binaries (CoreDNS) the set lacks. Their failure is
+        reported through ``progress`` and recorded in the manifest, never raised: the set works
+        without them. ``retry_failed_extras=False`` skips an extra whose current recipe already
+        failed to build here (``cluster up`` does not retry a failed build every time).
+        """
         if not force:
             found = self.load(versions)
             if found is not None:
-                return found
+                return self._ensure_extras(found, progress, retry_failed_extras) if extras else found
         if os.environ.get("KTHENA_BIN_DIR"):
             return self._load_override(Path(os.environ["KTHENA_BIN_DIR"]), versions)
         go = find_go()
         self.root.mkdir(parents=True, exist_ok=True)
         with FileLock(str(self.root / ".build.lock")):
-            if not force:  # another process may have built it while we waited for the lock
-                found = self.load(versions)
-                if found is not None:
-                    return found
-            candidates = [versions, *FALLBACKS] if try_fallbacks and versions == PINNED else [versions]
-            failures: list[str] = []
-            for candidate in candidates:
-                try:
-                    return self._build(go, candidate, progress)
-                except HarnessError as exc:
-                    failures.append(f"{candidate.key()}: {exc.message}")
-                    progress(f"build of {candidate.key()} failed; {len(candidates) - len(failures)} fallback(s) left")
-            raise HarnessError(
-                "no version set could be built:\n    " + "\n    ".join(failures),
-                f"see the build logs under {self.root}; check `go env GOPROXY` reaches the Go module proxy",
-            )
+            built = None if force else self.load(versions)  # another process may have built it meanwhile
+            if built is None:
+                built = self._build_with_fallbacks(go, versions, try_fallbacks, progress)
+        return self._ensure_extras(built, progress, retry_failed_extras) if extras else built
+
+    def _build_with_fallbacks(self, go: str, versions: Versions, try_fallbacks: bool, progress: Progress) -> BinarySet:
+        candidates = [versions, *FALLBACKS] if try_fallbacks and versions == PINNED else [versions]
+        failures: list[str] = []
+        for candidate in candidates:
+            try:
+                return self._build(go, candidate, progress)
+            except HarnessError as exc:
+                failures.append(f"{candidate.key()}: {exc.message}")
+                progress(f"build of {candidate.key()} failed; {len(candidates) - len(failures)} fallback(s) left")
+        raise HarnessError(
+            "no version set could be built:\n    " + "\n    ".join(failures),
+            f"see the build logs under {self.root}; check `go env GOPROXY` reaches the Go module proxy",
+        )
+
+    # -- optional extras ------------------------------------------------------------------------
+
+    @staticmethod
+    def _missing_extras(found: BinarySet, retry_failed: bool) -> list[GoBuild]:
+        failed = found.manifest.get("extras_failed")
+        failed = failed if isinstance(failed, dict) else {}
+        missing = []
+        for step in extras_plan():
+            if all(name in found.extras for name in step.outputs):
+                continue
+            earlier = failed.get(step.module)
+            if not retry_failed and isinstance(earlier, dict) and earlier.get("recipe") == extra_recipe_digest(step):
+                continue
+            missing.append(step)
+        return missing
+
+    def _ensure_extras(self, found: BinarySet, progress: Progress, retry_failed: bool) -> BinarySet:
+        """``found`` with its missing optional binaries built into its directory (best effort)."""
+        if found.manifest.get("source") == "KTHENA_BIN_DIR" or not self._missing_extras(found, retry_failed):
+            return found
+        try:
+            go = find_go()
+        except HarnessError as exc:
+            progress(f"optional binaries not built ({exc.message}); the cluster runs without them")
+            return found
+        with FileLock(str(self.root / ".build.lock")):
+            current = self.load(found.versions) or found  # another process may have built them
+            spent = 0.0
+            for step in self._missing_extras(current, retry_failed):
+                t0 = time.monotonic()
+                self._build_extra(go, current, step, progress)
+                spent += time.monotonic() - t0
+            result = self.load(found.versions) or current
+        before = found.build_seconds or 0.0
+        if spent or found.build_seconds is not None:
+            result.manifest["built_in_this_process_seconds"] = before + spent
+        return result
+
+    def _build_extra(self, go: str, target: BinarySet, step: GoBuild, progress: Progress) -> None:
+        """Build one optional binary into ``target``'s directory and list it in the manifest; a
+        failure is recorded in the manifest (``extras_failed``) and reported, not raised."""
+        digest = extra_recipe_digest(step)
+        log_path = self.root / f"build-{target.versions.key()}.log"
+        staging = Path(tempfile.mkdtemp(prefix=f".{step.module}.", dir=self.root))
+        source = repo_root() / "cluster-binaries" / step.module
+        started = time.monotonic()
+        entries: dict[str, dict[str, object]] = {}
+        failure: str | None = None
+        try:
+            if not source.is_dir():
+                raise HarnessError(f"the Go wrapper module {source} is missing", "run from a complete checkout")
+            progress(f"go build {step.module} (optional, once; the cluster runs without it if this fails) ...")
+            with log_path.open("a") as log:
+                self._run(go, step.argv(staging)[1:], source, log, log_path, progress)
+            for name in step.outputs:
+                path = staging / name
+                if not path.is_file():
+                    raise HarnessError(f"the build did not produce {name}", f"see {log_path}")
+                entries[name] = {
+                    "size": path.stat().st_size,
+                    "sha256": _sha256(path),
+                    "version": _version_of(path),
+                    "recipe": digest,
+                    "optional": True,
+                }
+            for name in step.outputs:
+                os.replace(staging / name, target.directory / name)
+            progress(f"  built {', '.join(step.outputs)} in {time.monotonic() - started:.0f}s")
+        except HarnessError as exc:
+            failure = exc.message
+            progress(f"optional {step.module} not built: {exc.message} ({exc.hint}); the cluster runs without it")
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        self._update_manifest(target.directory, step.module, entries, digest, failure)
+
+    @staticmethod
+    def _update_manifest(
+        directory: Path, module: str, entries: dict[str, dict[str, object]], digest: str, failure: str | None
+    ) -> None:
+        path = directory / MANIFEST
+        manifest = json.loads(path.read_text())
+        binaries = manifest.setdefault("binaries", {})
+        failed = manifest.setdefault("extras_failed", {})
+        if failure is None:
+            binaries.update(entries)
+            failed.pop(module, None)
+        else:
+            at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            failed[module] = {"recipe": digest, "error": failure, "at": at}
+        if not failed:
+            manifest.pop("extras_failed")
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(manifest, indent=2) + "\n")
+        tmp.replace(path)
 
     def _build(self, go: str, versions: Versions, progress: Progress) -> BinarySet:
         final = self.directory(versions)

@@ -45,6 +45,11 @@ FALLBACKS: tuple[Versions, ...] = (
     Versions(kubernetes="v1.36.3", etcd="v3.6.15", kwok="v0.8.0"),
 )
 
+# CoreDNS for the embedded cluster's optional DNS server (cluster-binaries/coredns). Not part of
+# ``Versions``: it is an optional extra built into the same cache directory with its own recipe
+# digest, so pinning or changing it never invalidates the control-plane binaries.
+COREDNS = "v1.15.0"
+
 # kind's node image and the k3s image for the same Kubernetes minor. kindest/node tags follow
 # the Kubernetes version; k3s tags add a "+k3sN" build suffix (written "-k3sN" in image tags).
 KIND_NODE_IMAGE = f"kindest/node:{PINNED.kubernetes}"

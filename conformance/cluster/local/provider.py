@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -27,21 +28,50 @@ from ..faults import FaultInjector
 from ..paths import runs_root
 from ..provider import ClusterInfo, Progress, Provider, kwok_fault_injector, quiet
 from ..spec import ClusterSpec
-from ..versions import PINNED
+from ..versions import COREDNS, PINNED
 from .components import RunLayout
 from .processes import log_tail, pid_alive
 
 DOWN_GRACE = 3.0
+NO_DNS = "DNS: no cluster DNS server (Service and EndpointSlice records are real API objects)"
 SIMULATED = (
     "kubelet: kwok manages fake Nodes and Pod status; no containers run, so no logs, exec, probes or images",
     "pod networking: Pod IPs are assigned by kwok and not routable; no kube-proxy, Service VIPs do not forward",
-    "DNS: no cluster DNS server (Service and EndpointSlice records are real API objects)",
+    NO_DNS,
     "scheduler 'volcano': a kube-scheduler profile, emulated without gang semantics",
     "readiness, failures, restarts and in-place image changes: kwok Stages (deterministic, on demand)",
 )
+# What a cluster with CoreDNS says instead of NO_DNS (the address is in ClusterInfo.details["dns"]).
+DNS_LINE = (
+    f"DNS: CoreDNS {COREDNS} (kubernetes plugin) answers the cluster's names from the API on a loopback port "
+    "(`dns` in cluster status and reports); it runs outside the cluster: Pods cannot query it (no containers run) "
+    "and it forwards nothing"
+)
+
+
+# KTHENA_DNS=0 starts clusters without CoreDNS (and does not build it).
+DNS_ENV = "KTHENA_DNS"
+
+
+def dns_enabled() -> bool:
+    return os.environ.get(DNS_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+# In a run directory until its supervisor holds the lock: the pid of the process starting it, so a
+# concurrent `up` (which sweeps first) never takes a cluster being started for a stale one.
+STARTING = "starting.pid"
 
 # Supervisors started by this process, so `down` can reap them (they are our children).
 _children: dict[Path, subprocess.Popen[str]] = {}
+
+
+def _being_started(run: Path) -> bool:
+    """True while the process that is starting this run directory's cluster is alive."""
+    try:
+        pid = int((run / STARTING).read_text())
+    except (OSError, ValueError):
+        return False
+    return pid_alive(pid)
 
 
 def _lock_is_held(lock_path: Path) -> bool:
@@ -93,11 +123,19 @@ class LocalProvider(Provider):
                 f"cluster '{spec.name}' is in phase {existing.get('phase') if existing else 'unknown'}",
                 f"run `kthena-conformance cluster down --name {spec.name}` and try again",
             )
-        binaries = self.cache.ensure(progress=progress)
+        # Optional CoreDNS: built once on demand; a failed build is not retried on every `up`
+        # (`make binaries` retries it) and leaves the cluster without DNS.
+        binaries = self.cache.ensure(progress=progress, extras=dns_enabled(), retry_failed_extras=False)
+        coredns = binaries.optional("coredns") if dns_enabled() else None
         started = time.monotonic()
+        # The run directory appears with its STARTING marker in it (a rename), never empty.
+        self.runs.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{spec.name}.", dir=self.runs))
+        (staging / STARTING).write_text(str(os.getpid()))
         try:
-            layout.root.mkdir(parents=True, mode=0o700)
-        except FileExistsError:
+            staging.rename(layout.root)
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
             raise HarnessError(
                 f"cluster '{spec.name}' is being started by another process",
                 "wait for it, or pick another --name",
@@ -114,6 +152,7 @@ class LocalProvider(Provider):
             str(binaries.directory),
             "--owner-pid",
             str(os.getpid() if detach else owner_pid),
+            *(["--coredns", str(coredns)] if coredns else []),
         ]
         with layout.log("supervisor").open("ab") as err:
             proc = subprocess.Popen(
@@ -141,6 +180,7 @@ class LocalProvider(Provider):
         finally:
             if proc.stdout is not None and detach:
                 proc.stdout.close()
+        (layout.root / STARTING).unlink(missing_ok=True)  # the supervisor holds the lock now
         info = self.info(spec.name)
         info.details["timings"] = {**ready.get("timings", {}), "up_total": round(time.monotonic() - started, 3)}
         if binaries.build_seconds is not None:
@@ -229,7 +269,7 @@ class LocalProvider(Provider):
             return removed
         for run in sorted(self.runs.iterdir()):
             layout = RunLayout(run)
-            if not run.is_dir() or _lock_is_held(layout.lock):
+            if not run.is_dir() or _lock_is_held(layout.lock) or _being_started(run):
                 continue
             if run in _children and _children[run].poll() is None:
                 continue  # our own supervisor, still starting
@@ -266,19 +306,22 @@ class LocalProvider(Provider):
                 f"start one with `kthena-conformance cluster up --name {name}`",
             )
         spec = ClusterSpec.model_validate_json(self.layout(name).spec.read_text())
+        dns = state.get("dns")
+        versions = {"kubernetes": PINNED.kubernetes, "etcd": PINNED.etcd, "kwok": PINNED.kwok}
         return ClusterInfo(
             provider=self.name,
             name=name,
             kubeconfig=Path(state["kubeconfig"]),
             context=None,
             kubernetes_version=PINNED.kubernetes,
-            simulates=self.simulates,
+            simulates=tuple(DNS_LINE if line == NO_DNS and dns else line for line in self.simulates),
             details={
-                "versions": {"kubernetes": PINNED.kubernetes, "etcd": PINNED.etcd, "kwok": PINNED.kwok},
+                "versions": {**versions, **({"coredns": COREDNS} if dns else {})},
                 "timings": state.get("timings", {}),
                 "nodes": spec.node_names(),
                 "ports": state.get("ports", {}),
                 "run_dir": state.get("run_dir"),
+                **({"dns": dns} if dns else {}),
             },
         )
 

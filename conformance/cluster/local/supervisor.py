@@ -2,8 +2,9 @@
 
 ``python -m conformance.cluster.local.supervisor RUN_DIR [--owner-pid PID]`` reads
 ``RUN_DIR/spec.json``, generates certificates, picks free ports, starts etcd, kube-apiserver,
-kube-controller-manager, kube-scheduler and kwok, registers the fake Nodes and waits until the API
-is ready, every component is healthy, every Node is Ready and the ``default`` ServiceAccount exists.
+kube-controller-manager, kube-scheduler and kwok (and CoreDNS, when ``--coredns`` names its binary),
+registers the fake Nodes and waits until the API is ready, every component is healthy (CoreDNS: its
+kubernetes plugin has synced), every Node is Ready and the ``default`` ServiceAccount exists.
 
 Protocol with whoever started it (see :mod:`conformance.cluster.local.provider`):
 
@@ -29,11 +30,12 @@ import os
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -42,7 +44,19 @@ from ..errors import HarnessError
 from ..pki import CertificateAuthority, service_account_keys
 from ..rest import RestClient, probe
 from ..spec import ClusterSpec
-from .components import APISERVER_SANS, Component, Ports, RunLayout, components, config_files, node_manifests
+from .components import (
+    APISERVER_SANS,
+    COREDNS_RBAC,
+    COREDNS_USER,
+    Component,
+    Ports,
+    RunLayout,
+    components,
+    config_files,
+    dns_component,
+    dns_files,
+    node_manifests,
+)
 from .processes import free_ports, log_tail, port_in_use, spawn, stop_all
 
 START_TIMEOUT = float(os.environ.get("KTHENA_CLUSTER_START_TIMEOUT", "90"))
@@ -51,6 +65,23 @@ POLL = 0.05
 
 class Stop(Exception):
     """Raised inside the start sequence when a stop signal or the owner's exit arrives."""
+
+
+def free_dns_port(exclude: Collection[int] = ()) -> int:
+    """A loopback port that was free for both UDP and TCP a moment ago (DNS listens on both)."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+            udp.bind(("127.0.0.1", 0))
+            port = int(udp.getsockname()[1])
+            if port in exclude:
+                continue
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
+                try:
+                    tcp.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
+    raise HarnessError("no loopback port is free for both UDP and TCP", "free some ports and try again")
 
 
 @dataclass
@@ -70,6 +101,8 @@ class Supervisor:
     _restart_requested: bool = False
     plan: dict[str, Component] = field(default_factory=dict)
     restarts: dict[str, int] = field(default_factory=dict)
+    # The CoreDNS binary; None runs the cluster without a DNS server.
+    coredns: Path | None = None
 
     # -- signalling -----------------------------------------------------------------------------
 
@@ -158,6 +191,7 @@ class Supervisor:
             "timings": self.timings,
             "ports": self.ports.as_dict() if self.ports else {},
             "restarts": self.restarts,
+            **({"dns": f"127.0.0.1:{self.ports.dns}"} if self.ports and self.ports.dns else {}),
             **extra,
         }
         tmp = self.layout.state.with_suffix(".tmp")
@@ -171,6 +205,8 @@ class Supervisor:
         ports = self.ports = self.pick_ports()
         self.prepare_files(ports)
         plan = self.plan = {c.name: c for c in components(self.layout, self.bin_dir, ports)}
+        if self.coredns is not None:
+            plan["coredns"] = dns_component(self.layout, self.coredns, ports)
         self.emit("progress", message=f"starting etcd and kube-apiserver on 127.0.0.1:{ports.apiserver}")
         for name in ("etcd", "kube-apiserver"):
             self.launch(plan[name])
@@ -182,8 +218,11 @@ class Supervisor:
             cert=self.layout.pki / "admin.crt",
             key=self.layout.pki / "admin.key",
         )
-        self.emit("progress", message="starting kube-controller-manager, kube-scheduler and kwok")
         rest = [plan["kube-controller-manager"], plan["kube-scheduler"], plan["kwok"]]
+        if "coredns" in plan:
+            self.grant_coredns(api)
+            rest.append(plan["coredns"])
+        self.emit("progress", message="starting " + ", ".join(c.name for c in rest))
         for comp in rest:
             self.launch(comp)
         names = self.spec.node_names()
@@ -201,6 +240,14 @@ class Supervisor:
         self.timings["ready"] = self.elapsed()
         return ports
 
+    @staticmethod
+    def grant_coredns(api: RestClient) -> None:
+        """Read access for CoreDNS's user, before it starts (no retry backoff on Forbidden)."""
+        for path, body in COREDNS_RBAC:
+            resp = api.post(path, body)
+            if resp.status not in (201, 409):
+                raise HarnessError(f"granting CoreDNS read access failed: HTTP {resp.status} {resp.body[:300]!r}")
+
     def elapsed(self) -> float:
         return round(time.monotonic() - self.started_at, 3)
 
@@ -211,7 +258,7 @@ class Supervisor:
                 f"port {fixed} (apiserver_port) is already in use on 127.0.0.1",
                 "stop whatever listens there, choose another --apiserver-port, or omit it to pick a free port",
             )
-        picked = free_ports(6)
+        picked = free_ports(7 if self.coredns else 6)
         return Ports(
             etcd_client=picked[0],
             etcd_peer=picked[1],
@@ -219,6 +266,8 @@ class Supervisor:
             controller_manager=picked[3],
             scheduler=picked[4],
             kwok=picked[5],
+            dns=free_dns_port(exclude={*picked, fixed or 0}) if self.coredns else None,
+            dns_ready=picked[6] if self.coredns else None,
         )
 
     def prepare_files(self, ports: Ports) -> None:
@@ -230,7 +279,11 @@ class Supervisor:
         # kwok plays every node's kubelet (status, leases, pod status): it gets cluster-admin.
         ca.issue("kwok", common_name="kwok-controller", organization="system:masters", client=True)
         service_account_keys(self.layout.pki)
-        for path, text in config_files(self.layout, self.spec, ports).items():
+        files = config_files(self.layout, self.spec, ports)
+        if self.coredns is not None:
+            ca.issue("coredns", common_name=COREDNS_USER, client=True)
+            files.update(dns_files(self.layout, ports))
+        for path, text in files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
         self.layout.etcd_data.mkdir(mode=0o700, exist_ok=True)
@@ -336,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--owner-pid", type=int, default=None)
     parser.add_argument("--bin-dir", type=Path, required=True)
+    parser.add_argument("--coredns", type=Path, default=None, help="CoreDNS binary: run a DNS server for the cluster")
     args = parser.parse_args(argv)
 
     layout = RunLayout(args.run_dir)
@@ -349,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
         out.write(json.dumps({"event": "failed", "message": f"{layout.root} is owned by another supervisor"}) + "\n")
         return 2
     spec = ClusterSpec.model_validate_json(layout.spec.read_text())
-    sup = Supervisor(layout, spec, args.bin_dir, args.owner_pid, out)
+    sup = Supervisor(layout, spec, args.bin_dir, args.owner_pid, out, coredns=args.coredns)
     sup.install_signals()
     code = 0
     try:
