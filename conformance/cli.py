@@ -198,7 +198,8 @@ def cluster_kubeconfig(
 @cluster.command("restart-component")
 @click.option("--name", default="kthena", show_default=True, help="cluster name")
 @click.argument(
-    "component", type=click.Choice(["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "coredns"])
+    "component",
+    type=click.Choice(["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "coredns"]),
 )
 def cluster_restart_component(name: str, component: str) -> None:
     """Restart one process of a local cluster (same flags and port) and wait until it is healthy."""

@@ -11,6 +11,26 @@ from conformance.framework.modelserving import ModelServings, expected_pod_count
 API = "api-reference-workload-v1alpha1.txt"
 
 
+def _caught_up(ms: ModelServings, name: str, *, wait: str) -> dict[str, Any]:
+    """The status once it reports the current generation and status.replicas = spec.replicas
+    (availableReplicas is not waited for: core/status/settled checks it)."""
+
+    def observed() -> dict[str, Any]:
+        obj = ms.get(name)
+        seen = {k: v for k, v in (obj.get("status") or {}).items() if k != "conditions"}
+        seen["metadata.generation"] = obj["metadata"].get("generation")
+        seen["spec.replicas"] = obj["spec"].get("replicas")
+        return seen
+
+    def done(seen: dict[str, Any]) -> bool:
+        return (
+            seen.get("observedGeneration") == seen["metadata.generation"]
+            and seen.get("replicas") == seen["spec.replicas"]
+        )
+
+    return ms.wait(wait, f"status of {ms.ns}/{name} to report the current generation and spec.replicas", observed, done)
+
+
 @behaviour(
     "core/servinggroup/pods-created",
     "A ModelServing MUST run spec.replicas ServingGroups, each with role.replicas instances of every Role, "
@@ -27,3 +47,154 @@ def test_every_pod_of_every_servinggroup_is_created(ms: ModelServings, manifest:
     images = {member(p): {p.spec.containers[0].image} for p in pods}
     assert images["entry"] == {"registry.example/engine:v1"}
     assert images["worker"] == {"registry.example/engine-worker:v1"}
+
+
+def _groups(body: dict[str, Any]) -> int:
+    return int(body["spec"].get("replicas", 1))
+
+
+@behaviour(
+    "core/status/settled",
+    "Once every ServingGroup runs, the controller MUST report status.replicas and status.availableReplicas "
+    "equal to spec.replicas, status.updatedReplicas equal to spec.replicas, status.observedGeneration equal "
+    "to metadata.generation, and a status.currentRevision that, when set, equals status.updateRevision.",
+    f"{API}#ModelServingStatus",
+    Feature.CORE,
+)
+def test_status_reports_the_settled_servinggroups(ms: ModelServings, manifest: Any) -> None:
+    body = manifest("basic")
+    ms.create(body)
+    ms.wait_pods("basic", expected_pod_count(body))
+    want = _groups(body)
+
+    def observed() -> dict[str, Any]:
+        obj = ms.get("basic")
+        status = {k: v for k, v in (obj.get("status") or {}).items() if k != "conditions"}
+        return {"metadata.generation": obj["metadata"].get("generation"), **status}
+
+    def settled(seen: dict[str, Any]) -> bool:
+        return (
+            seen.get("observedGeneration") == seen["metadata.generation"]
+            and seen.get("replicas") == want
+            and seen.get("availableReplicas") == want
+            and seen.get("updatedReplicas") == want
+        )
+
+    status = ms.wait(
+        "servinggroups-ready",
+        f"status of basic to report replicas, availableReplicas and updatedReplicas {want} "
+        "and observedGeneration = metadata.generation",
+        observed,
+        settled,
+    )
+    current, update = status.get("currentRevision") or "", status.get("updateRevision") or ""
+    assert not current or current == update, (
+        f"expected status.currentRevision to be empty or equal to status.updateRevision once every ServingGroup "
+        f"is updated; seen currentRevision={current!r}, updateRevision={update!r}"
+    )
+
+
+@behaviour(
+    "core/spec/defaults",
+    "The API MUST store the documented defaults for omitted fields: spec.replicas 1, spec.schedulerName volcano, "
+    "spec.recoveryPolicy RoleRecreate, spec.revisionHistoryLimit 10, template.restartGracePeriodSeconds 0, "
+    "and for each Role replicas 1 and maxUnavailable 1.",
+    f"{API}#ModelServingSpec",
+    Feature.CORE,
+)
+def test_omitted_fields_get_their_documented_defaults(ms: ModelServings, manifest: Any) -> None:
+    ms.create(manifest("core-defaults"))
+    spec = ms.get("defaults")["spec"]
+    role = spec["template"]["roles"][0]
+    seen = {
+        "spec.replicas": spec.get("replicas"),
+        "spec.schedulerName": spec.get("schedulerName"),
+        "spec.recoveryPolicy": spec.get("recoveryPolicy"),
+        "spec.revisionHistoryLimit": spec.get("revisionHistoryLimit"),
+        "spec.template.restartGracePeriodSeconds": spec["template"].get("restartGracePeriodSeconds"),
+        "spec.template.roles[0].replicas": role.get("replicas"),
+        "spec.template.roles[0].maxUnavailable": role.get("maxUnavailable"),
+    }
+    expected = {
+        "spec.replicas": 1,
+        "spec.schedulerName": "volcano",
+        "spec.recoveryPolicy": "RoleRecreate",
+        "spec.revisionHistoryLimit": 10,
+        "spec.template.restartGracePeriodSeconds": 0,
+        "spec.template.roles[0].replicas": 1,
+        "spec.template.roles[0].maxUnavailable": 1,
+    }
+    wrong = {k: {"expected": v, "seen": seen[k]} for k, v in expected.items() if seen[k] != v}
+    assert not wrong, f"stored object lacks documented defaults: {wrong}"
+
+
+@behaviour(
+    "core/status/label-selector",
+    "status.labelSelector MUST be a label query that matches as many Pods as status.replicas reports.",
+    f"{API}#ModelServingStatus",
+    Feature.CORE,
+)
+def test_label_selector_matches_the_replica_count(ms: ModelServings, manifest: Any, kube: Any) -> None:
+    body = manifest("basic")
+    ms.create(body)
+    ms.wait_pods("basic", expected_pod_count(body))
+    status = _caught_up(ms, "basic", wait="status-updated")
+    selector = status.get("labelSelector") or ""
+    assert selector, f"expected a non-empty status.labelSelector; status was {status}"
+    selected = kube.core.list_namespaced_pod(ms.ns, label_selector=selector).items
+    names = sorted(p.metadata.name for p in selected)
+    assert len(selected) == status["replicas"], (
+        f"expected status.labelSelector {selector!r} to select status.replicas={status['replicas']} Pods; "
+        f"it selects {len(selected)}: {names}"
+    )
+    owned = {p.metadata.name for p in ms.pods("basic")}
+    assert set(names) <= owned, (
+        f"expected status.labelSelector {selector!r} to select Pods of this ModelServing only; "
+        f"it also selects {sorted(set(names) - owned)}"
+    )
+
+
+@behaviour(
+    "core/servinggroup/scale-down-whole-groups",
+    "Lowering spec.replicas MUST remove whole ServingGroups, leaving the remaining ServingGroups' Pods running "
+    "and untouched.",
+    f"{API}#ModelServingSpec",
+    Feature.CORE,
+)
+def test_scale_down_removes_whole_servinggroups(ms: ModelServings, manifest: Any) -> None:
+    body = manifest("basic")
+    ms.create(body)
+    before = {p.metadata.uid: member(p) for p in ms.wait_pods("basic", expected_pod_count(body))}
+    ms.patch("basic", {"spec": {"replicas": 1}})
+    after = ms.wait_pods("basic", expected_pod_count(body, 1), wait="scale")
+    members = sorted(member(p) for p in after)
+    assert members == ["entry", "worker", "worker"], (
+        f"expected the remaining Pods to be one whole ServingGroup (1 entry, 2 workers); seen {members}"
+    )
+    recreated = sorted(p.metadata.name for p in after if p.metadata.uid not in before)
+    assert not recreated, f"expected the remaining ServingGroup's Pods to keep their UIDs; recreated: {recreated}"
+
+
+@behaviour(
+    "core/role/replicas-change",
+    "Changing a Role's replicas MUST change the number of that Role's instances in every ServingGroup, each an "
+    "entry Pod plus workerReplicas worker Pods.",
+    f"{API}#Role",
+    Feature.CORE,
+)
+def test_role_replicas_change_scales_its_instances(ms: ModelServings, manifest: Any) -> None:
+    body = manifest("core-small")
+    body["spec"]["replicas"] = 2
+    ms.create(body)
+    ms.wait_pods("small", expected_pod_count(body))
+    roles = body["spec"]["template"]["roles"]
+    for replicas in (2, 1):
+        roles[0]["replicas"] = replicas
+        ms.patch("small", {"spec": {"template": {"roles": roles}}})
+        pods = ms.wait_pods("small", expected_pod_count(body), wait="scale")
+        members = sorted(member(p) for p in pods)
+        instances = 2 * replicas
+        assert members == ["entry"] * instances + ["worker"] * instances, (
+            f"expected Role replicas {replicas} in 2 ServingGroups to run {instances} instances "
+            f"({instances} entry and {instances} worker Pods); seen {members}"
+        )
