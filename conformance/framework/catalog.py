@@ -64,12 +64,16 @@ class Behaviour:
     feature: Feature
     serial: bool = False
     slow: bool = False
+    # Further features the test cannot run without (e.g. a plugin chain needing headless-service);
+    # unsupported, they make the test not-supported like its own feature does.
+    requires: tuple[Feature, ...] = ()
     # Where it was declared (``module.function``); not part of its identity or the catalog.
     origin: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # Accept the user-facing spelling too ("Core", "core"); keep the enum member.
         object.__setattr__(self, "feature", parse_feature(str(self.feature)))
+        object.__setattr__(self, "requires", tuple(parse_feature(str(f)) for f in self.requires))
         where = f"behaviour {self.id!r}"
         if not ID_PATTERN.match(self.id):
             raise ValueError(
@@ -99,6 +103,11 @@ class Behaviour:
         return profile_of(self.feature)
 
     @property
+    def features(self) -> tuple[Feature, ...]:
+        """Its own feature first, then what it also requires."""
+        return (self.feature, *(f for f in self.requires if f is not self.feature))
+
+    @property
     def keyword(self) -> str:
         """The first RFC 2119 keyword of the statement (``MUST``, ``SHOULD NOT``, ...)."""
         match = _KEYWORD.search(self.statement)
@@ -118,6 +127,8 @@ class Behaviour:
             entry["serial"] = True
         if self.slow:
             entry["slow"] = True
+        if self.requires:
+            entry["requires"] = [f.value for f in self.requires]
         return entry
 
 
@@ -132,6 +143,7 @@ def behaviour(
     *,
     serial: bool = False,
     slow: bool = False,
+    requires: tuple[Feature | str, ...] = (),
     registry: dict[str, Behaviour] | None = None,
 ) -> Callable[[F], F]:
     """Declare the behaviour a pytest test function checks (see the module docstring).
@@ -144,7 +156,10 @@ def behaviour(
     Under ``--strict-markers`` the ``conformance`` marker must be registered: load this module as
     a pytest plugin or call :func:`register_markers` from ``pytest_configure``.
     """
-    declared = Behaviour(id, statement, spec, parse_feature(feature), serial=serial, slow=slow)
+    declared = Behaviour(
+        id, statement, spec, parse_feature(feature), serial=serial, slow=slow,
+        requires=tuple(parse_feature(str(f)) for f in requires),
+    )  # fmt: skip
     target = REGISTRY if registry is None else registry
 
     def decorate(func: F) -> F:

@@ -33,9 +33,12 @@ class PodHistory:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, *, wait: bool = False) -> None:
+        """Stop recording; ``wait`` (when the history is about to be written) lets the watch
+        deliver what it has. Otherwise the daemon thread ends at its next watch timeout (<= 2 s)."""
         self._stop.set()
-        self._thread.join(timeout=3)
+        if wait:
+            self._thread.join(timeout=3)
 
     def _run(self) -> None:
         from kubernetes import watch

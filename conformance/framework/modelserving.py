@@ -188,18 +188,27 @@ class ModelServings:
                          lambda: self.pods(name), settled)  # fmt: skip
 
     def wait_settled(self, name: str, *, wait: str = "servinggroups-ready") -> dict[str, Any]:
-        """status caught up with the spec: observedGeneration current, every ServingGroup available."""
+        """status caught up with the spec: observedGeneration current, every ServingGroup available.
 
-        def done(obj: dict[str, Any]) -> bool:
-            status = obj.get("status") or {}
-            want = obj["spec"].get("replicas", 1)
+        Polls a summary (generation, spec.replicas, status without conditions), so a timeout
+        shows the status fields that did not catch up rather than the object's metadata."""
+
+        def summary() -> dict[str, Any]:
+            obj = self.get(name)
+            status = {k: v for k, v in (obj.get("status") or {}).items() if k != "conditions"}
+            return {"generation": obj["metadata"].get("generation"), "replicas": obj["spec"].get("replicas", 1),
+                    "status": status}  # fmt: skip
+
+        def done(seen: dict[str, Any]) -> bool:
+            status, want = seen["status"], seen["replicas"]
             return bool(
-                status.get("observedGeneration") == obj["metadata"].get("generation")
+                status.get("observedGeneration") == seen["generation"]
                 and status.get("replicas") == want
                 and status.get("availableReplicas") == want
             )
 
-        return self.wait(wait, f"{self.ns}/{name} status to settle at spec.replicas", lambda: self.get(name), done)
+        self.wait(wait, f"{self.ns}/{name} status to settle at spec.replicas", summary, done)
+        return self.get(name)
 
     def wait_event(self, name: str, reason: str, *, wait: str = "events") -> Any:
         return self.wait(

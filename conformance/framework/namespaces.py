@@ -128,16 +128,38 @@ def _exists(kube: Any, name: str) -> bool:
     return True
 
 
+def cluster_scoped_labels(run_id: str) -> dict[str, str]:
+    """Labels for a cluster-scoped object a test creates (the sweeper finds it by them)."""
+    return {SUITE_LABEL: "true", RUN_LABEL: run_id}
+
+
+def _sweep_cluster_scoped(kube: Any, run_id: str | None) -> None:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    selector = f"{SUITE_LABEL}=true" + (f",{RUN_LABEL}={run_id}" if run_id else "")
+    node = client.NodeV1Api(kube.api)
+    items: list[Any] = node.list_runtime_class(label_selector=selector).items
+    for rc in items:
+        try:
+            node.delete_runtime_class(str(rc.metadata.name))
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
 def leftovers(kube: Any, run_id: str | None = None) -> list[str]:
     selector = f"{SUITE_LABEL}=true" + (f",{RUN_LABEL}={run_id}" if run_id else "")
     return sorted(n.metadata.name for n in kube.core.list_namespace(label_selector=selector).items)
 
 
 def sweep(kube: Any, run_id: str | None = None, *, wait: float = 0.0) -> list[str]:
-    """Delete the suite's namespaces (of one run, or all); returns their names."""
+    """Delete the suite's namespaces (of one run, or all) and the cluster-scoped objects tests
+    label as theirs (RuntimeClasses); returns the namespaces' names."""
     names = leftovers(kube, run_id)
     for name in names:
         delete_namespace(kube, name)
+    _sweep_cluster_scoped(kube, run_id)
     if wait > 0 and names:
         wait_for(
             f"{len(names)} swept namespaces to be deleted",

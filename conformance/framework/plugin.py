@@ -117,8 +117,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             drop.append(item)
             continue
         item.user_properties.append(("behaviour", b.id))
-        if not state.support.supports(b.feature):
-            item.add_marker(pytest.mark.skip(reason=not_supported(f"{b.feature}: {state.support.reason(b.feature)}")))
+        missing = next((f for f in b.features if not state.support.supports(f)), None)
+        if missing is not None:
+            item.add_marker(pytest.mark.skip(reason=not_supported(f"{missing}: {state.support.reason(missing)}")))
         keep.append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
@@ -286,9 +287,9 @@ def ns(kube: Any, suite: SuiteState, request: pytest.FixtureRequest) -> Iterator
     try:
         yield space.name
     finally:
-        history.stop()
         report: pytest.TestReport | None = request.node.stash.get(CALL_REPORT, None)
         failed = report is None or report.failed
+        history.stop(wait=failed and report is not None)
         if failed and report is not None:
             where = suite.artifacts / bid.replace("/", "_")
             path = evidence.collect(kube, space.name, where, history=history, controller_log=suite.controller_log)

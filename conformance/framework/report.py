@@ -256,7 +256,8 @@ def verify(path: Path, *, digest: str | None = None, catalog: Iterable[Behaviour
         support = None
     if support is not None:
         for r in results:
-            if r.outcome is Outcome.NOT_SUPPORTED and support.supports(r.feature):
+            needed = behaviours[r.id].features if r.id in behaviours else (r.feature,)
+            if r.outcome is Outcome.NOT_SUPPORTED and all(support.supports(f) for f in needed):
                 problems.append(
                     f"test {r.id!r} is reported not-supported although its feature {r.feature.value} is in "
                     "implementation.supportedFeatures: a failure hidden as a skip"

@@ -23,7 +23,7 @@ def _caught_up(ms: ModelServings, name: str, *, wait: str) -> dict[str, Any]:
         return seen
 
     def done(seen: dict[str, Any]) -> bool:
-        return (
+        return bool(
             seen.get("observedGeneration") == seen["metadata.generation"]
             and seen.get("replicas") == seen["spec.replicas"]
         )

@@ -1,0 +1,79 @@
+"""Plugins: the plugin framework's admission of spec.plugins (names, types, uniqueness)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.framework.catalog import behaviour
+from conformance.framework.features import Feature
+from conformance.framework.modelserving import ModelServings
+
+API = "api-reference-workload-v1alpha1.txt"
+PLUGINS = "plugin-framework-and-headless-service.txt"
+REFUSED = (400, 403, 422)
+UNKNOWN = "conformance-unregistered-plugin"
+
+
+@behaviour(
+    "plugins/framework/unknown-plugin-not-ignored",
+    "A plugin name that matches no registered plugin MUST be rejected at admission or reported by a Warning "
+    "Event on the ModelServing naming the plugin, and MUST NOT be silently ignored.",
+    f"{PLUGINS}#API Configuration",
+    Feature.PLUGIN_FRAMEWORK,
+)
+def test_unknown_plugin_is_rejected_or_reported(ms: ModelServings, manifest: Any) -> None:
+    body = manifest("core-small")
+    body["spec"]["plugins"] = [{"name": UNKNOWN, "type": "BuiltIn"}]
+    rejection = ms.try_create(body)
+    if rejection is not None:
+        assert rejection.status in REFUSED, f"expected HTTP 400/403/422 for the refusal; seen {rejection}"
+        assert "plugins" in rejection.message or UNKNOWN in rejection.message, (
+            f"expected the rejection to name spec.plugins or the plugin {UNKNOWN!r}; message: {rejection.message!r}"
+        )
+        return
+    events = ms.wait(
+        "events",
+        f"a Warning Event on {ms.ns}/small naming the unregistered plugin {UNKNOWN!r} (it was accepted at admission)",
+        lambda: [e for e in ms.events("small") if e.type == "Warning" and UNKNOWN in (e.message or "")],
+        bool,
+    )
+    assert events, "unreachable: the wait returns only a non-empty list"
+
+
+@behaviour(
+    "plugins/framework/duplicate-name-rejected",
+    "A plugin name that appears twice in spec.plugins MUST be rejected at admission with a message naming the field.",
+    f"{PLUGINS}#Plugin Execution Order",
+    Feature.PLUGIN_FRAMEWORK,
+)
+def test_duplicate_plugin_name_is_rejected(ms: ModelServings, manifest: Any) -> None:
+    body = manifest("core-small")
+    body["spec"]["plugins"] = [
+        {"name": "demo-pod-tweaks", "type": "BuiltIn", "config": {"annotations": {"conformance.kthena.io/n": "1"}}},
+        {"name": "demo-pod-tweaks", "type": "BuiltIn", "config": {"annotations": {"conformance.kthena.io/n": "2"}}},
+    ]
+    rejection = ms.try_create(body)
+    assert rejection is not None, "expected a chain naming demo-pod-tweaks twice to be rejected; it was accepted"
+    assert rejection.status in REFUSED, f"expected HTTP 400/403/422 for the refusal; seen {rejection}"
+    assert "plugins" in rejection.message, (
+        f"expected the rejection to name spec.plugins; message: {rejection.message!r}"
+    )
+
+
+@behaviour(
+    "plugins/framework/type-enum",
+    "A plugin type other than BuiltIn MUST be rejected at admission with a message naming the field.",
+    f"{API}#PluginSpec",
+    Feature.PLUGIN_FRAMEWORK,
+)
+def test_plugin_type_other_than_builtin_is_rejected(ms: ModelServings, manifest: Any) -> None:
+    for i, bad in enumerate(["Webhook", "builtin"]):
+        body = manifest("core-small")
+        body["metadata"]["name"] = f"type-{i}"
+        body["spec"]["plugins"] = [{"name": "demo-pod-tweaks", "type": bad}]
+        rejection = ms.try_create(body)
+        assert rejection is not None, f"expected plugin type {bad!r} to be rejected; it was accepted"
+        assert rejection.status in REFUSED, f"expected HTTP 400/403/422 for type {bad!r}; seen {rejection}"
+        assert "plugins[0].type" in rejection.message, (
+            f"expected the rejection of type {bad!r} to name spec.plugins[0].type; message: {rejection.message!r}"
+        )
