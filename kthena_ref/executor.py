@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import logging
 import secrets
 from dataclasses import dataclass, field
@@ -53,7 +54,14 @@ class Executor:
         outcome = Outcome()
         ns = ms.metadata.namespace
         for revision in plan.create_revisions:
-            await self._create(self.apps.create_namespaced_controller_revision(ns, revision), outcome, "revision")
+            # Sent as YAML so the API server stores `data` (a RawExtension) in its canonical form:
+            # JSON with the client's spacing is stored byte for byte, and the garbage collector's
+            # later metadata patches (orphaning) then fail with "data: field is immutable".
+            raw = json.dumps(revision).encode()
+            call = self.apps.create_namespaced_controller_revision(
+                ns, raw, _headers={"Content-Type": "application/yaml"}
+            )
+            await self._create(call, outcome, "revision")
         for svc in plan.create_services:  # before the Pods: their DNS names exist when they start
             await self._create(self.core.create_namespaced_service(ns, svc), outcome, "service")
         await self._create_pods(ns, plan.create_pods, outcome)

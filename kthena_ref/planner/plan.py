@@ -316,6 +316,7 @@ def plan(observed: Observed) -> Plan:
         return current_rev if ordinal in protected else update_rev
 
     deleting: set[str] = set()
+    services_by_name = {svc["metadata"]["name"]: svc for svc in observed.services or []}
 
     def delete(pods: list[ObservedPod], reason: str) -> None:
         for pod in pods:
@@ -450,7 +451,15 @@ def plan(observed: Observed) -> Plan:
                 continue
             new_pod = build_pod(ms, roles, rev, pid, gang=gang)
             try:
-                _run_pod_create(chain, ms, roles, pid, new_pod, raw_by_instance.get((ordinal, pid.role, pid.index)))
+                _run_pod_create(
+                    chain,
+                    ms,
+                    roles,
+                    pid,
+                    new_pod,
+                    raw_by_instance.get((ordinal, pid.role, pid.index)),
+                    services_by_name,
+                )
             except PluginError as exc:
                 message = f"pod {new_pod['metadata']['name']} not created: {exc}"
                 out.plugin_errors.append(message)
@@ -510,6 +519,7 @@ def _request(
     target: PluginTarget,
     pod: Any = None,
     instance_pods: list[dict[str, Any]] | None = None,
+    services: dict[str, dict[str, Any]] | None = None,
 ) -> HookRequest:
     return HookRequest(
         ms=ms,
@@ -518,6 +528,7 @@ def _request(
         role=role,
         role_index=index,
         instance_pods=instance_pods or [],
+        services=services or {},
         target=target,
         pod=pod,
     )
@@ -530,13 +541,15 @@ def _run_pod_create(
     pid: PodId,
     pod: dict[str, Any],
     instance_pods: list[dict[str, Any]] | None = None,
+    services: dict[str, dict[str, Any]] | None = None,
 ) -> None:
     """OnPodCreate of every in-scope plugin, in list order, each seeing the previous mutations."""
     role = next(r for r in roles if r.name == pid.role)
     target = PluginTarget.ENTRY if pid.is_entry else PluginTarget.WORKER
     for bound in chain:
         if bound.in_scope(role.name, target):
-            bound.plugin.on_pod_create(_request(ms, role, pid.ordinal, pid.index, target, pod, instance_pods))
+            req = _request(ms, role, pid.ordinal, pid.index, target, pod, instance_pods, services)
+            bound.plugin.on_pod_create(req)
 
 
 def _services(
@@ -564,8 +577,9 @@ def _services(
         for role in roles_for(target_revision(ordinal)):
             for index in range(role.replicas):
                 req = _request(
-                    ms, role, ordinal, index, PluginTarget.ALL, None, instance_pods.get((ordinal, role.name, index))
-                )
+                    ms, role, ordinal, index, PluginTarget.ALL, None, instance_pods.get((ordinal, role.name, index)),
+                    {svc["metadata"]["name"]: svc for svc in observed},
+                )  # fmt: skip
                 for bound in chain:
                     if bound.in_scope(role.name, PluginTarget.ALL):
                         for obj in bound.plugin.on_role_sync(req):

@@ -47,6 +47,8 @@ class HookRequest:
     runtime: Any = None  # client and listers, for plugins that need them
     # The Pods of this Role instance as observed (cache-backed lister, read-only).
     instance_pods: list[dict[str, Any]] = field(default_factory=list)
+    # The Services labelled with this ModelServing as observed, by name (read-only).
+    services: dict[str, dict[str, Any]] = field(default_factory=dict)
     # What the plugin reports: (reason, message) pairs become Events and a status condition.
     reports: list[tuple[str, str]] = field(default_factory=list)
 

@@ -85,13 +85,21 @@ class HeadlessService(NoOpHooks):
 
     @staticmethod
     def legacy_layout(req: HookRequest) -> bool:
-        """Do the instance's Pods already use the entry-named all-member Service as their
-        subdomain (the layout older controllers made)? Then the layout is preserved and
-        MigrationRequired reported: the running Pods' subdomain and env cannot change."""
+        """Is the instance in the layout older controllers made: its Pods use the entry-named
+        all-member Service as their subdomain, or (when its Pods are gone, e.g. rebuilt by the
+        recovery policy) that Service still selects every member? Then the layout is preserved
+        and MigrationRequired reported: the Pods' subdomain and env cannot change, and a rebuilt
+        instance must not come back depending on the new layout (spec reading 10)."""
         entry = entry_service_name(req)
         if faults.active("migration-layout-changed"):
             return False
-        return any((p.get("spec") or {}).get("subdomain") == entry for p in req.instance_pods)
+        if any((p.get("spec") or {}).get("subdomain") == entry for p in req.instance_pods):
+            return True
+        existing = req.services.get(entry)
+        if existing is None or faults.active("entry-service-selects-all"):
+            return False  # (under that fault our own Entry Service selects everyone: not a legacy one)
+        selector = (existing.get("spec") or {}).get("selector") or {}
+        return bool(selector) and LABEL_ENTRY not in selector
 
     def on_pod_create(self, req: HookRequest) -> None:
         if not self.applies(req):

@@ -40,6 +40,13 @@ CAUGHT_BY: dict[str, list[str]] = {
     "chain-immutability-not-enforced": ["plugins/immutability/change-config", "plugins/immutability/reorder"],
     "unknown-plugin-accepted": ["plugins/framework/unknown-plugin-not-ignored"],
     "demo-env-replaces": ["plugins/demo-pod-tweaks/env-appended"],
+    "no-discovery-service": ["dns/discovery-service/lists-members"],
+    "entry-service-selects-all": ["dns/entry-service/selects-entry-only"],
+    "wrong-entry-address": ["dns/entry-service/selects-entry-only"],
+    "services-not-published-before-ready": ["dns/services/publish-not-ready"],
+    "services-not-recreated": ["dns/services/recreated"],
+    "deletion-identity-ignored": ["dns/deletion/identity-changed"],
+    "migration-layout-changed": ["dns/migration/legacy-layout-preserved"],
 }
 
 # fault -> why no spec-backed behaviour can notice it

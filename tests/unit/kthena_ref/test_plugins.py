@@ -260,3 +260,36 @@ def test_new_layout_instances_are_not_migrations() -> None:
     result = plan(Observed(ms=m, pods=pods, services=[]))
     assert not [c for c in result.status["conditions"] if c["type"] == "MigrationRequired"]
     assert sorted(s["metadata"]["name"] for s in result.create_services) == ["ms-0-r-0", "ms-0-r-0-0"]
+
+
+def legacy_service(m: ModelServing) -> dict[str, Any]:
+    """The all-member Service an older controller named after the entry Pod (no entry label in its selector)."""
+    return {
+        "metadata": {
+            "name": "ms-0-r-0-0",
+            "namespace": "ns",
+            "uid": "uid-legacy-svc",
+            "labels": {"modelserving.volcano.sh/name": "ms"},
+            "ownerReferences": [{"uid": m.metadata.uid, "controller": True}],
+        },
+        "spec": {"clusterIP": "None", "selector": {"modelserving.volcano.sh/name": "ms"}},
+    }
+
+
+def test_a_rebuilt_legacy_instance_keeps_the_old_layout() -> None:
+    """Every Pod of a legacy instance is gone (RoleRecreate tore it down): the surviving all-member
+    Service is what marks the layout, so no rebuilt Pod depends on a Discovery Service."""
+    m = ms([{"name": "headless-service"}], workers=2)
+    result = plan(Observed(ms=m, pods=[], services=[legacy_service(m)]))
+    assert {p["spec"]["subdomain"] for p in result.create_pods} == {"ms-0-r-0-0"}
+    assert result.create_services == [] and result.delete_services == []
+    assert any(c["type"] == "MigrationRequired" for c in result.status["conditions"])
+
+
+def test_our_own_entry_service_is_not_a_legacy_layout() -> None:
+    m = ms([{"name": "headless-service"}], workers=1)
+    ours = [
+        s for s in plan(Observed(ms=m, pods=[], services=[])).create_services if s["metadata"]["name"] == "ms-0-r-0-0"
+    ]
+    result = plan(Observed(ms=m, pods=[], services=ours))
+    assert {p["spec"]["subdomain"] for p in result.create_pods} == {"ms-0-r-0"}
