@@ -187,27 +187,39 @@ class ModelServings:
         return self.wait(wait, f"{count} Pods of {self.ns}/{name}{' Running and Ready' if ready else ''}",
                          lambda: self.pods(name), settled)  # fmt: skip
 
-    def wait_settled(self, name: str, *, wait: str = "servinggroups-ready") -> dict[str, Any]:
-        """status caught up with the spec: observedGeneration current, every ServingGroup available.
+    def status_summary(self, name: str) -> dict[str, Any]:
+        """status without conditions, plus ``metadata.generation`` and ``spec.replicas``: what
+        the status waits compare (and what a timeout shows)."""
+        obj = self.get(name)
+        seen = {k: v for k, v in (obj.get("status") or {}).items() if k != "conditions"}
+        seen["metadata.generation"] = obj["metadata"].get("generation")
+        seen["spec.replicas"] = obj["spec"].get("replicas", 1)
+        return seen
 
-        Polls a summary (generation, spec.replicas, status without conditions), so a timeout
-        shows the status fields that did not catch up rather than the object's metadata."""
-
-        def summary() -> dict[str, Any]:
-            obj = self.get(name)
-            status = {k: v for k, v in (obj.get("status") or {}).items() if k != "conditions"}
-            return {"generation": obj["metadata"].get("generation"), "replicas": obj["spec"].get("replicas", 1),
-                    "status": status}  # fmt: skip
+    def wait_observed(self, name: str, *, wait: str = "status-updated") -> dict[str, Any]:
+        """status reports the current generation and status.replicas == spec.replicas
+        (availability not included); returns the summary."""
 
         def done(seen: dict[str, Any]) -> bool:
-            status, want = seen["status"], seen["replicas"]
             return bool(
-                status.get("observedGeneration") == seen["generation"]
-                and status.get("replicas") == want
-                and status.get("availableReplicas") == want
+                seen.get("observedGeneration") == seen["metadata.generation"]
+                and seen.get("replicas") == seen["spec.replicas"]
             )
 
-        self.wait(wait, f"{self.ns}/{name} status to settle at spec.replicas", summary, done)
+        return self.wait(wait, f"status of {self.ns}/{name} to report the current generation and spec.replicas",
+                         lambda: self.status_summary(name), done)  # fmt: skip
+
+    def wait_settled(self, name: str, *, wait: str = "servinggroups-ready") -> dict[str, Any]:
+        """status caught up with the spec: observedGeneration current, every ServingGroup available."""
+
+        def done(seen: dict[str, Any]) -> bool:
+            return bool(
+                seen.get("observedGeneration") == seen["metadata.generation"]
+                and seen.get("replicas") == seen["spec.replicas"]
+                and seen.get("availableReplicas") == seen["spec.replicas"]
+            )
+
+        self.wait(wait, f"{self.ns}/{name} status to settle at spec.replicas", lambda: self.status_summary(name), done)
         return self.get(name)
 
     def wait_event(self, name: str, reason: str, *, wait: str = "events") -> Any:

@@ -11,26 +11,6 @@ from conformance.framework.modelserving import ModelServings, expected_pod_count
 API = "api-reference-workload-v1alpha1.txt"
 
 
-def _caught_up(ms: ModelServings, name: str, *, wait: str) -> dict[str, Any]:
-    """The status once it reports the current generation and status.replicas = spec.replicas
-    (availableReplicas is not waited for: core/status/settled checks it)."""
-
-    def observed() -> dict[str, Any]:
-        obj = ms.get(name)
-        seen = {k: v for k, v in (obj.get("status") or {}).items() if k != "conditions"}
-        seen["metadata.generation"] = obj["metadata"].get("generation")
-        seen["spec.replicas"] = obj["spec"].get("replicas")
-        return seen
-
-    def done(seen: dict[str, Any]) -> bool:
-        return bool(
-            seen.get("observedGeneration") == seen["metadata.generation"]
-            and seen.get("replicas") == seen["spec.replicas"]
-        )
-
-    return ms.wait(wait, f"status of {ms.ns}/{name} to report the current generation and spec.replicas", observed, done)
-
-
 @behaviour(
     "core/scale/subresource-up",
     "Setting replicas through the scale subresource MUST change spec.replicas and add whole ServingGroups, "
@@ -50,7 +30,7 @@ def test_scale_subresource_adds_servinggroups(ms: ModelServings, manifest: Any) 
     assert members == ["entry"] * 3 + ["worker"] * 3, f"expected 3 whole ServingGroups; seen {members}"
     kept = {p.metadata.uid for p in pods} & before
     assert kept == before, f"expected the existing ServingGroup's Pods to keep their UIDs; lost {before - kept}"
-    status = _caught_up(ms, "small", wait="scale")
+    status = ms.wait_observed("small", wait="scale")
     scale = ms.get_scale("small")
     seen = {
         "spec.replicas": (scale.get("spec") or {}).get("replicas"),

@@ -11,26 +11,6 @@ from conformance.framework.modelserving import ModelServings, expected_pod_count
 API = "api-reference-workload-v1alpha1.txt"
 
 
-def _caught_up(ms: ModelServings, name: str, *, wait: str) -> dict[str, Any]:
-    """The status once it reports the current generation and status.replicas = spec.replicas
-    (availableReplicas is not waited for: core/status/settled checks it)."""
-
-    def observed() -> dict[str, Any]:
-        obj = ms.get(name)
-        seen = {k: v for k, v in (obj.get("status") or {}).items() if k != "conditions"}
-        seen["metadata.generation"] = obj["metadata"].get("generation")
-        seen["spec.replicas"] = obj["spec"].get("replicas")
-        return seen
-
-    def done(seen: dict[str, Any]) -> bool:
-        return bool(
-            seen.get("observedGeneration") == seen["metadata.generation"]
-            and seen.get("replicas") == seen["spec.replicas"]
-        )
-
-    return ms.wait(wait, f"status of {ms.ns}/{name} to report the current generation and spec.replicas", observed, done)
-
-
 @behaviour(
     "core/servinggroup/pods-created",
     "A ModelServing MUST run spec.replicas ServingGroups, each with role.replicas instances of every Role, "
@@ -138,7 +118,7 @@ def test_label_selector_matches_the_replica_count(ms: ModelServings, manifest: A
     body = manifest("basic")
     ms.create(body)
     ms.wait_pods("basic", expected_pod_count(body))
-    status = _caught_up(ms, "basic", wait="status-updated")
+    status = ms.wait_observed("basic", wait="status-updated")
     selector = status.get("labelSelector") or ""
     assert selector, f"expected a non-empty status.labelSelector; status was {status}"
     selected = kube.core.list_namespaced_pod(ms.ns, label_selector=selector).items
