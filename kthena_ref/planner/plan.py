@@ -194,6 +194,7 @@ class Plan:
     delete_podgroups: list[str] = field(default_factory=list)
     status: dict[str, Any] = field(default_factory=dict)
     running_instances: frozenset[str] = frozenset()  # for the next reconcile's previously_running
+    ready_pods: frozenset[str] = frozenset()  # UIDs whose OnPodReady ran, for previously_ready
     create_services: list[dict[str, Any]] = field(default_factory=list)
     delete_services: list[tuple[str, str]] = field(default_factory=list)  # (name, uid precondition)
     plugin_errors: list[str] = field(default_factory=list)  # the reconcile is retried with backoff
@@ -220,6 +221,9 @@ class Observed:
     # Role instances ("<group>/<role-id>") the previous reconcile saw Running and Ready; None when
     # there was no previous reconcile (a fresh controller): then no RoleRunning is emitted.
     previously_running: frozenset[str] | None = None
+    # UIDs of Pods whose OnPodReady hooks already ran; None: a fresh controller, which runs them
+    # for every Ready Pod again (hooks are delivered at least once and must be idempotent).
+    previously_ready: frozenset[str] | None = None
     # Auxiliary Services the plugins manage (labelled with the ModelServing); None: not observed,
     # so no Service is planned (unit tests of other behaviour).
     services: list[dict[str, Any]] | None = None
@@ -504,6 +508,7 @@ def plan(observed: Observed) -> Plan:
             )
         )
     out.running_instances = _running_instances(name, groups, roles_for)
+    out.ready_pods = _pods_ready(out, ms, chain, groups, roles_for, raw_by_instance, observed.previously_ready)
     if observed.previously_running is not None:
         for instance in sorted(out.running_instances - observed.previously_running):
             group_label, rid = instance.split("/")
@@ -649,6 +654,45 @@ def _pending_deletions(
                 frozenset(p.uid for p in members if p.deleting), frozenset(p.uid for p in members)
             )
     return pending, conflicts
+
+
+def _pods_ready(
+    out: Plan,
+    ms: ModelServing,
+    chain: list[BoundPlugin],
+    groups: dict[int, Group],
+    roles_for: Any,
+    instance_pods: dict[InstanceKey, list[dict[str, Any]]],
+    previously: frozenset[str] | None,
+) -> frozenset[str]:
+    """Run OnPodReady of every in-scope plugin, in list order, for Pods that became Running and
+    Ready; returns the UIDs handled. A failing hook leaves its Pod out, so it is retried."""
+    done: set[str] = set()
+    for group in groups.values():
+        roles = {r.name: r for r in roles_for(group.revision)}
+        for pod in group.pods.values():
+            if not pod.running_ready:
+                continue
+            if (previously is not None and pod.uid in previously) or not chain or pod.pid.role not in roles:
+                done.add(pod.uid)
+                continue
+            key = (pod.pid.ordinal, pod.pid.role, pod.pid.index)
+            raw = next((p for p in instance_pods.get(key, []) if p["metadata"].get("uid") == pod.uid), None)
+            target = PluginTarget.ENTRY if pod.pid.is_entry else PluginTarget.WORKER
+            try:
+                for bound in chain:
+                    if bound.in_scope(pod.pid.role, target):
+                        bound.plugin.on_pod_ready(
+                            _request(ms, roles[pod.pid.role], pod.pid.ordinal, pod.pid.index, target, raw,
+                                     instance_pods.get(key))
+                        )  # fmt: skip
+            except PluginError as exc:
+                message = f"OnPodReady for pod {pod.name} failed: {exc}"
+                out.plugin_errors.append(message)
+                out.events.append(Event("Warning", "PluginError", message))
+                continue
+            done.add(pod.uid)
+    return frozenset(done)
 
 
 def _running_instances(ms: str, groups: dict[int, Group], roles_for: Any) -> frozenset[str]:

@@ -80,6 +80,7 @@ class Controller:
         self._custom = custom
         self.pods_by_owner: dict[str, dict[str, Obj]] = {}
         self.running: dict[str, frozenset[str]] = {}  # role instances last seen running, per key
+        self.ready: dict[str, frozenset[str]] = {}  # Pods whose OnPodReady hooks ran, per key
         self.lost: dict[str, set[str]] = {}
         # Deletions in progress per key, with the UIDs they were decided for (deletion identity).
         self.pending: dict[str, dict[InstanceKey, PendingDeletion]] = {}
@@ -99,6 +100,7 @@ class Controller:
             self.expectations.forget(key)
             self.lost.pop(key, None)
             self.running.pop(key, None)
+            self.ready.pop(key, None)
             self.pending.pop(key, None)
             self.pending_services.pop(key, None)
         self.queue.add(key)
@@ -154,6 +156,7 @@ class Controller:
             podgroups=podgroups,
             lost=frozenset(self.lost.get(key, set())),
             previously_running=self.running.get(key),
+            previously_ready=self.ready.get(key),
             services=services,
             pending=self.pending.get(key),
             pending_services=self.pending_services.get(key, {}),
@@ -184,6 +187,7 @@ class Controller:
         self.pending_services[key] = result.pending_services
         outcome = await self.executor.apply(ms, result)
         self.running[key] = result.running_instances
+        self.ready[key] = result.ready_pods
         for name in outcome.failed_creates:
             self.expectations.created(key, name)  # nothing will arrive for these
         for uid in outcome.failed_delete_uids:  # nor for these: the retry must not wait for the TTL

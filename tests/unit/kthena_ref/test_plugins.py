@@ -293,3 +293,51 @@ def test_our_own_entry_service_is_not_a_legacy_layout() -> None:
     ]
     result = plan(Observed(ms=m, pods=[], services=ours))
     assert {p["spec"]["subdomain"] for p in result.create_pods} == {"ms-0-r-0"}
+
+
+def _ready(pod: dict[str, Any], uid: str) -> dict[str, Any]:
+    out = copy.deepcopy(pod)
+    out["metadata"]["uid"] = uid
+    out["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    return out
+
+
+@pytest.mark.parametrize(
+    ("previously", "fails", "want_calls", "want_done"),
+    [
+        pytest.param(frozenset(), False, ["ms-0-r-0-0", "ms-0-r-0-1"], {"u0", "u1"}, id="both-became-ready"),
+        pytest.param(frozenset({"u0"}), False, ["ms-0-r-0-1"], {"u0", "u1"}, id="only-the-new-one"),
+        pytest.param(None, False, ["ms-0-r-0-0", "ms-0-r-0-1"], {"u0", "u1"}, id="fresh-controller-at-least-once"),
+        pytest.param(frozenset(), True, ["ms-0-r-0-0", "ms-0-r-0-1"], {"u0"}, id="a-failure-is-retried"),
+    ],
+)
+def test_on_pod_ready_runs_once_per_pod_that_became_ready(
+    monkeypatch: pytest.MonkeyPatch,
+    previously: frozenset[str] | None,
+    fails: bool,
+    want_calls: list[str],
+    want_done: set[str],
+) -> None:
+    calls: list[str] = []
+
+    class Ready(NoOpHooks):
+        def __init__(self, spec: PluginSpec, field: str) -> None:
+            self.name = spec.name
+
+        def on_pod_ready(self, req: HookRequest) -> None:
+            assert req.pod is not None
+            calls.append(req.pod["metadata"]["name"])
+            if fails and req.target is PluginTarget.WORKER:
+                raise PluginError("not now")
+
+    import kthena_ref.planner.plan as plan_module
+
+    registry = Registry()
+    registry.register("ready", Ready)
+    monkeypatch.setattr(plan_module, "build_chain", lambda m: build_chain(m, registry))
+    m = ms([{"name": "ready"}])
+    pods = [_ready(p, f"u{i}") for i, p in enumerate(sorted(pods_of(m).values(), key=lambda p: p["metadata"]["name"]))]
+    result = plan(Observed(ms=m, pods=pods, services=[], previously_ready=previously))
+    assert sorted(calls) == want_calls
+    assert result.ready_pods == want_done
+    assert bool(result.plugin_errors) is fails
