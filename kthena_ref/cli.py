@@ -192,9 +192,19 @@ def run_command(
             "FAULTS INJECTED (self-validation only, this controller is deliberately broken): %s",
             ", ".join(sorted(active)),
         )
+    from kubernetes_asyncio.config import ConfigException
+
     with contextlib.suppress(KeyboardInterrupt):
         webhook = (webhook_host, webhook_port, webhook_cert, webhook_key) if webhook_port else None
-        asyncio.run(run_controller(kubeconfig, namespace, workers, leader_elect, lease_namespace, owner_pid, webhook))
+        try:
+            asyncio.run(
+                run_controller(kubeconfig, namespace, workers, leader_elect, lease_namespace, owner_pid, webhook)
+            )
+        except ConfigException as exc:
+            _fail(
+                f"no cluster to connect to: {exc}",
+                "pass --kubeconfig, or run inside a Pod with a ServiceAccount token mounted",
+            )
 
 
 if __name__ == "__main__":
