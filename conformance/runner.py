@@ -104,10 +104,11 @@ def webhook_check(api: Any) -> Check:
     Informational: the spec does not require a webhook (validation may live in the CRD schema),
     so an implementation without one is judged by the Admission tests, not stopped here. The probe
     uses upstream's workerTemplate rule, which the spec does not state."""
+    from .framework.modelserving import REFUSED
     from .framework.probes import webhook_answer
 
     status, _ = webhook_answer(api)
-    if status in (400, 403, 422):
+    if status in REFUSED:
         return Check("admission-webhook", True, "a spec without a workerTemplate for its workers was rejected")
     if status is not None:
         return Check("admission-webhook", False, f"the probe failed with HTTP {status}", required=False)

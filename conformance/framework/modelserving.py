@@ -27,6 +27,9 @@ RUN_LABEL = "conformance.kthena.io/run-id"
 T = TypeVar("T")
 
 
+REFUSED = (400, 403, 422)  # how an API server refuses an invalid write (admission webhook, schema or CEL)
+
+
 @dataclass(frozen=True)
 class Rejection:
     """The API server refused a write (admission, schema or CEL): its HTTP status and message."""
@@ -34,6 +37,20 @@ class Rejection:
     status: int
     reason: str
     message: str
+
+
+def expect_refused(rejection: Rejection | None, what: str, field: str | None = None) -> Rejection:
+    """``what`` was refused as invalid (HTTP 400/403/422), naming ``field`` when given."""
+    assert rejection is not None, f"expected {what} to be rejected; it was accepted"
+    assert rejection.status in REFUSED, (
+        f"expected {what} to be refused with HTTP {'/'.join(map(str, REFUSED))}; seen {rejection.status}: "
+        f"{rejection.message}"
+    )
+    if field is not None:
+        assert field in rejection.message, (
+            f"expected the rejection of {what} to name the field {field!r}; message: {rejection.message!r}"
+        )
+    return rejection
 
 
 def running_ready(pod: Any) -> bool:

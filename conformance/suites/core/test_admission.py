@@ -15,10 +15,9 @@ from typing import Any
 
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
-from conformance.framework.modelserving import ModelServings
+from conformance.framework.modelserving import ModelServings, expect_refused
 
 API = "api-reference-workload-v1alpha1.txt"
-REFUSED = (400, 403, 422)
 
 
 def _variant(base: dict[str, Any], name: str, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
@@ -43,15 +42,7 @@ def _role(body: dict[str, Any], i: int = 0) -> dict[str, Any]:
 
 
 def _refused(ms: ModelServings, body: dict[str, Any], field: str, what: str) -> None:
-    rejection = ms.try_create(body)
-    assert rejection is not None, f"expected {what} to be rejected at admission; it was accepted"
-    assert rejection.status in REFUSED, (
-        f"expected {what} to be refused with HTTP {'/'.join(map(str, REFUSED))}; seen {rejection.status}: "
-        f"{rejection.message}"
-    )
-    assert field in rejection.message, (
-        f"expected the rejection of {what} to name the field {field!r}; message: {rejection.message!r}"
-    )
+    expect_refused(ms.try_create(body), f"{what} at admission", field)
 
 
 def _accepted(ms: ModelServings, body: dict[str, Any], what: str) -> None:

@@ -47,11 +47,6 @@ def test_status_reports_the_settled_servinggroups(ms: ModelServings, manifest: A
     ms.wait_pods("basic", expected_pod_count(body))
     want = _groups(body)
 
-    def observed() -> dict[str, Any]:
-        obj = ms.get("basic")
-        status = {k: v for k, v in (obj.get("status") or {}).items() if k != "conditions"}
-        return {"metadata.generation": obj["metadata"].get("generation"), **status}
-
     def settled(seen: dict[str, Any]) -> bool:
         return (
             seen.get("observedGeneration") == seen["metadata.generation"]
@@ -64,7 +59,7 @@ def test_status_reports_the_settled_servinggroups(ms: ModelServings, manifest: A
         "servinggroups-ready",
         f"status of basic to report replicas, availableReplicas and updatedReplicas {want} "
         "and observedGeneration = metadata.generation",
-        observed,
+        lambda: ms.status_summary("basic"),
         settled,
     )
     current, update = status.get("currentRevision") or "", status.get("updateRevision") or ""
