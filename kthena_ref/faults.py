@@ -78,6 +78,12 @@ FAULTS: dict[str, str] = {
         "an instance whose Pods use the entry-named all-member Service as subdomain gets the new layout: "
         "the Discovery Service is created, recreated Pods use it, no MigrationRequired Event or condition"
     ),
+    # Rollout
+    "unavailable-rounds-up": (
+        "a percentage maxUnavailable (ServingGroupRollingUpdate) is rounded up instead of down (off by one)"
+    ),
+    "surge-ignored": "maxSurge is ignored (resolves to 0): no ServingGroup is created above spec.replicas",
+    "partition-ignored": "rollingUpdateConfiguration.partition is ignored: protected ServingGroups are updated too",
 }
 
 

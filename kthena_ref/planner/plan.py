@@ -41,7 +41,7 @@ from ..api.types import ModelServing, PluginTarget, RecoveryPolicy, Role, Rollou
 from ..plugins import build_chain
 from ..plugins.base import BoundPlugin, HookRequest, PluginError
 from ..plugins.builtin import LABEL_SERVICE_KIND
-from . import intstr, quantity
+from . import intstr, quantity, rollout
 from .names import (
     ANNOTATION_DELETION_COST,
     ANNOTATION_QUEUE,
@@ -303,14 +303,11 @@ def plan(observed: Observed) -> Plan:
                 )
             )
     strategy = spec.rollout_strategy
-    rolling = strategy.rolling_update_configuration if strategy else None
-    part = intstr.partition(
-        rolling.partition if rolling else None, spec.replicas, "rolloutStrategy.rollingUpdateConfiguration.partition"
-    )
-    kept, victims = _choose_groups(groups, spec.replicas, roles_for)
-    # Partition protects the first N kept replicas in ascending ordinal order (not ordinals < N).
-    protected = set(sorted(kept)[:part])
-    current_rev = _current_revision(ms, groups, update_rev, roles_at, protected)
+    group_rolling = strategy is None or strategy.type is RolloutStrategyType.SERVING_GROUP_ROLLING_UPDATE
+    kept: set[int] = set()
+    victims: list[Group] = []
+    protected: set[int] = set()
+    current_rev = update_rev  # both settled once the groups to keep are known (after recovery)
 
     def target_revision(ordinal: int) -> str:
         """The revision a group's missing Pods are built at (and labelled with)."""
@@ -376,7 +373,21 @@ def plan(observed: Observed) -> Plan:
             if scope:  # survivors to rebuild; an emptied instance is simply created again below
                 _recover(out, delete, group, pid, policy, f"pod {lost_name} was deleted", name, rebuilding)
 
-    # 3. scale: whole groups, then Role instances above a Role's replicas
+    # 3. scale and rollout (ServingGroupRollingUpdate): which groups stay, go, or are created
+    pace = _group_pace(ms) if group_rolling else None
+    rollout_step = None
+    if pace is not None:
+        units = [_group_unit(g, update_rev, roles_for, deleting) for g in groups.values() if g.pods]
+        rollout_step = rollout.step(units, pace)
+    if rollout_step is None:
+        kept, victims = _choose_groups(groups, spec.replicas, roles_for)
+        # Partition protects the first N kept replicas in ascending ordinal order (not ordinals < N).
+        protected = set(rollout.protected_ids(kept, pace.partition if pace else 0))
+    else:
+        victims = [groups[o] for o in rollout_step.remove]
+        kept = (set(groups) - set(rollout_step.remove)) | set(rollout_step.create)
+        protected = set(rollout_step.protected)
+    current_rev = _current_revision(ms, groups, update_rev, roles_at, protected)
     for group in victims:
         delete(group.live_pods(), "scale-down")
         if group.live_pods():
@@ -395,45 +406,17 @@ def plan(observed: Observed) -> Plan:
                 Event("Normal", "RoleDeleting", f"deleting role {rid} of ServingGroup {group_name(name, ordinal)}")
             )
 
-    # 4. rollout (ServingGroupRollingUpdate with the Recreate method)
-    if strategy is None or strategy.type is RolloutStrategyType.SERVING_GROUP_ROLLING_UPDATE:
-        budget, _surge = intstr.update_budget(
-            rolling.max_unavailable if rolling else 1,
-            rolling.max_surge if rolling else None,
-            spec.replicas,
-            "rolloutStrategy.rollingUpdateConfiguration",
-        )
-        unavailable = [
-            o
-            for o in kept
-            if o not in groups
-            or groups[o].terminating
-            or not groups[o].ready(roles_for(groups[o].revision))
-            or any(p.name in deleting for p in groups[o].pods.values())
-        ]
-        room = budget - len(unavailable)
-        outdated = sorted(
-            (
-                groups[o]
-                for o in kept
-                if o in groups and o not in protected and groups[o].revision != update_rev and not groups[o].terminating
-            ),
-            key=lambda g: (g.ready(roles_for(g.revision)), -g.ordinal),
-        )
-        for group in outdated:
-            already_down = group.ordinal in unavailable
-            if not already_down and room <= 0:
-                break
-            delete(group.live_pods(), "rolling update")
-            out.events.append(
-                Event(
-                    "Normal",
-                    "RoleDeleting",
-                    f"recreating ServingGroup {group_name(name, group.ordinal)} at revision {update_rev}",
-                )
+    # 4. rollout: outdated groups are recreated within the budget
+    for ordinal in rollout_step.recreate if rollout_step else []:
+        group = groups[ordinal]
+        delete(group.live_pods(), "rolling update")
+        out.events.append(
+            Event(
+                "Normal",
+                "RoleDeleting",
+                f"recreating ServingGroup {group_name(name, ordinal)} at revision {update_rev}",
             )
-            if not already_down:
-                room -= 1
+        )
 
     # 5. create what is missing
     for ordinal in sorted(kept):
@@ -752,6 +735,33 @@ def _current_revision(
     if older:
         return older.most_common(1)[0][0]
     return update_rev
+
+
+def _group_pace(ms: ModelServing) -> rollout.Pace:
+    """ServingGroupRollingUpdate's budget, resolved against spec.replicas."""
+    spec = ms.spec
+    rolling = spec.rollout_strategy.rolling_update_configuration if spec.rollout_strategy else None
+    at = "rolloutStrategy.rollingUpdateConfiguration"
+    unavailable = rolling.max_unavailable if rolling else 1
+    if faults.active("unavailable-rounds-up") and isinstance(unavailable, str):
+        unavailable = intstr.resolve(unavailable, spec.replicas, round_up=True, field=f"{at}.maxUnavailable")
+    budget, surge = intstr.update_budget(unavailable, rolling.max_surge if rolling else None, spec.replicas, at)
+    part = intstr.partition(rolling.partition if rolling else None, spec.replicas, f"{at}.partition")
+    if faults.active("surge-ignored"):
+        surge = 0
+    if faults.active("partition-ignored"):
+        part = 0
+    return rollout.Pace(spec.replicas, budget, surge, part)
+
+
+def _group_unit(group: Group, update_rev: str, roles_for: Any, deleting: set[str]) -> rollout.Unit:
+    live = [p for p in group.pods.values() if not p.deleting and p.name not in deleting]
+    return rollout.Unit(
+        id=group.ordinal,
+        outdated=group.revision != update_rev,
+        ready=bool(live) and len(live) == len(group.pods) and group.ready(roles_for(group.revision)),
+        terminating=not live,
+    )
 
 
 def _choose_groups(groups: dict[int, Group], replicas: int, roles_for: Any) -> tuple[set[int], list[Group]]:

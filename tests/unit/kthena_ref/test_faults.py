@@ -26,7 +26,7 @@ from kthena_ref.planner.plan import Observed, _run_pod_create, plan
 from kthena_ref.plugins import build_chain
 from kthena_ref.plugins.base import HookRequest, NoOpHooks, PluginConfigError, Registry
 
-from .builders import MS, T0, deleted, deleting, edit_spec, env_of, fresh_pods, label, names, ready, world
+from .builders import MS, T0, deleted, deleting, edit_spec, env_of, fresh_pods, label, names, ready, set_image, world
 
 
 @pytest.fixture(autouse=True)
@@ -234,6 +234,18 @@ def probe_migration() -> tuple[list[str], str, list[str]]:
     return names(result.create_services), recreated, sorted({reason for reason, _ in result.reports})
 
 
+def probe_rollout_first_step(**rollout: Any) -> Callable[[], list[str]]:
+    """4 ready groups, a new image: the Pods the first rollout step deletes and creates."""
+
+    def probe() -> list[str]:
+        w = world(MS().replicas(4).role("r", 1, 0).rollout(**rollout).build())
+        w.ms = edit_spec(w.ms, set_image("engine:v2"))
+        p = w.plan()
+        return sorted(deleted(p) + [f"+{n}" for n in names(p.create_pods)])
+
+    return probe
+
+
 @dataclass(frozen=True)
 class Case:
     fault: str
@@ -313,6 +325,15 @@ CASES = [
         ([], "ms-0-r-0-0", ["MigrationRequired"]),
         (["ms-0-r-0"], "ms-0-r-0", []),
     ),
+    # Rollout
+    Case(
+        "unavailable-rounds-up",
+        probe_rollout_first_step(max_unavailable="30%"),
+        ["ms-3-r-0-0"],
+        ["ms-2-r-0-0", "ms-3-r-0-0"],
+    ),
+    Case("surge-ignored", probe_rollout_first_step(max_unavailable=0, max_surge=1), ["+ms-4-r-0-0"], []),
+    Case("partition-ignored", probe_rollout_first_step(partition=4), [], ["ms-3-r-0-0"]),
 ]
 
 

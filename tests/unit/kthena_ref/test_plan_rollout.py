@@ -354,3 +354,76 @@ def test_pod_rebuilt_without_its_controller_revision_is_labelled_with_the_templa
     (pod,) = plan(Observed(ms=ms, pods=pods, revisions=[], now=T0)).create_pods
     image = pod["spec"]["containers"][0]["image"]
     assert (revision(pod) == old) == image.startswith("img:v1")
+
+
+# -- maxSurge --------------------------------------------------------------------------------------
+
+
+def _groups_and_ready(w: World) -> tuple[int, int]:
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for pod in w.pods.values():
+        groups.setdefault(ordinal(pod), []).append(pod)
+    ready_groups = sum(
+        1
+        for pods in groups.values()
+        if all(c["status"] == "True" for p in pods for c in p.get("status", {}).get("conditions", []) if c["type"] == "Ready")
+    )
+    return len(groups), ready_groups
+
+
+@pytest.mark.parametrize(
+    ("replicas", "rollout", "max_groups", "min_ready"),
+    [
+        pytest.param(4, {"max_unavailable": 0, "max_surge": 1}, 5, 4, id="surge-1-unavailable-0"),
+        pytest.param(4, {"max_unavailable": 1, "max_surge": 1}, 5, 3, id="surge-1-unavailable-1"),
+        pytest.param(3, {"max_unavailable": 0, "max_surge": "25%"}, 4, 3, id="surge-25-percent-of-3-rounds-up-to-1"),
+        pytest.param(8, {"max_unavailable": "25%", "max_surge": "25%"}, 10, 6, id="both-25-percent-of-8"),
+        pytest.param(4, {"max_unavailable": 0, "max_surge": 2, "partition": 1}, 6, 4, id="surge-with-partition"),
+    ],
+)
+def test_surge_rollout_stays_within_the_ceiling_and_the_floor(
+    replicas: int, rollout: dict[str, Any], max_groups: int, min_ready: int
+) -> None:
+    w = world(_ms(replicas=replicas, **rollout))
+    before = {name_of(p): p["metadata"]["uid"] for p in w.pods.values() if ordinal(p) == 0}
+    new = _updated(w)
+    seen_groups, seen_ready = [], []
+    for _ in range(40):
+        p = w.step()
+        groups, ready_ = _groups_and_ready(w)
+        seen_groups.append(groups)
+        seen_ready.append(ready_)
+        if not (p.create_pods or p.delete_pods):
+            break
+    assert max(seen_groups) <= max_groups, "the surge ceiling is never exceeded"
+    if rollout["max_unavailable"] == 0:
+        assert max(seen_groups) == max_groups, "without unavailability the surge is what makes progress"
+    assert min(seen_ready) >= min_ready
+    status = w.plan().status
+    assert status["replicas"] == replicas
+    protected = rollout.get("partition", 0)
+    assert status["updatedReplicas"] == replicas - protected
+    if protected:
+        assert {name_of(p): p["metadata"]["uid"] for p in w.pods.values() if ordinal(p) == 0} == before
+    assert sum(1 for p in w.pods.values() if revision(p) == new) == 2 * (replicas - protected)
+
+
+def test_surge_groups_take_new_ordinals_and_replaced_groups_are_not_rebuilt() -> None:
+    w = world(_ms(replicas=2, max_unavailable=0, max_surge=1))
+    _updated(w)
+    p = w.step()
+    assert ordinals(p.create_pods) == {2}, "the surge ServingGroup takes the lowest free ordinal"
+    assert p.delete_pods == []
+    p = w.step()
+    assert _deleted_ordinals(deleted(p)) == {1}, "once it is ready, one outdated group goes"
+    w.converge()
+    assert len(ordinals(w.pods.values())) == 2
+
+
+def test_surge_is_counted_against_unavailability_too() -> None:
+    # maxUnavailable 1, maxSurge 1: the surge group is created and one old group goes at once
+    w = world(_ms(replicas=4, max_unavailable=1, max_surge=1))
+    _updated(w)
+    p = w.plan()
+    assert ordinals(p.create_pods) == {4}
+    assert _deleted_ordinals(deleted(p)) == {3}
