@@ -2,7 +2,9 @@
 
 ``crd`` prints the generated CustomResourceDefinition (``--refresh-podspec`` first refreshes the
 embedded PodSpec schema from a cluster of the pinned Kubernetes version); ``render`` prints every
-object the controller would create for a ModelServing from scratch.
+object the controller would create for a ModelServing from scratch; ``check-update`` says whether
+an image patch can apply the change from one ModelServing to another (rolloutStrategy.updateMethod
+InPlace), or why the controller would recreate Pods instead.
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ import yaml
 from . import faults
 
 
-def _fail(message: str, hint: str = "") -> None:
+def _fail(message: str, hint: str = "", code: int = 1) -> None:
     click.secho(f"error: {message}", fg="red", err=True)
     if hint:
         click.echo(f"  -> {hint}", err=True)
-    sys.exit(1)
+    sys.exit(code)
 
 
 def _fetch_openapi(kubeconfig: Path) -> tuple[dict[str, Any], str]:
@@ -70,23 +72,42 @@ def crd_command(kubeconfig: Path | None) -> None:
     click.echo(yaml.safe_dump(crd(), sort_keys=False), nl=False)
 
 
-def load_modelserving(path: Path) -> Any:
-    """A ModelServing from a YAML file, or a clear error naming the fields that are wrong."""
+def load_modelserving(path: Path, *, code: int = 1) -> Any:
+    """A ModelServing from a YAML file (``-``: standard input), or a clear error naming the fields
+    that are wrong (exit status ``code``)."""
     from pydantic import ValidationError
 
     from .api.types import ModelServing
 
+    source = "<stdin>" if str(path) == "-" else str(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        text = sys.stdin.read() if str(path) == "-" else path.read_text()
+        data = yaml.safe_load(text)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        _fail(f"cannot read {path}: {exc}", "pass a ModelServing YAML file")
+        _fail(f"cannot read {source}: {exc}", "pass a ModelServing YAML file", code)
     if not isinstance(data, dict) or data.get("kind") != "ModelServing":
-        _fail(f"{path} does not hold a ModelServing", "the file needs kind: ModelServing")
+        found = _what(data)
+        _fail(f"{source} does not hold a ModelServing ({found})", "the file needs kind: ModelServing", code)
     try:
         return ModelServing.model_validate(data)
     except ValidationError as exc:
-        problems = "\n".join(f"  {'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
-        _fail(f"{path} is not a valid ModelServing:\n{problems}", "fix the fields named above")
+        problems = "\n".join(f"  {_location(err['loc'])}: {err['msg']}" for err in exc.errors())
+        _fail(f"{source} is not a valid ModelServing:\n{problems}", "fix the fields named above", code)
+
+
+def _what(data: Any) -> str:
+    """What a YAML document holds instead of a ModelServing."""
+    if isinstance(data, dict):
+        return f"kind: {data['kind']}" if data.get("kind") else "no kind"
+    if data is None:
+        return "it is empty"
+    names = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
+    return f"it holds {names.get(type(data), type(data).__name__)}"
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    """A pydantic error location as a field path: ``spec.template.roles[0].name``."""
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
 
 
 @main.command("render")
@@ -105,6 +126,53 @@ def render_command(path: Path, gang: bool) -> None:
         return
     docs = [*result.create_revisions, *result.apply_podgroups, *result.create_services, *result.create_pods]
     click.echo(yaml.safe_dump_all(docs, sort_keys=False), nl=False)
+
+
+@main.command("check-update")
+@click.argument("old_path", metavar="OLD.yaml", type=click.Path(allow_dash=True, path_type=Path))
+@click.argument("new_path", metavar="NEW.yaml", type=click.Path(allow_dash=True, path_type=Path))
+@click.option("--role", default=None, metavar="NAME", help="check only this Role (the RoleRollingUpdate unit)")
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def check_update_command(old_path: Path, new_path: Path, role: str | None, output: str) -> None:
+    """Say whether an image patch can apply the update from OLD.yaml to NEW.yaml (updateMethod
+    InPlace), or list every change that makes the controller recreate Pods instead. Either file may
+    be - (standard input). Exit 0 either way; 2 when an input is invalid."""
+    from .planner.eligibility import check_eligibility, check_role_eligibility, image_changes
+
+    if str(old_path) == "-" and str(new_path) == "-":
+        _fail("OLD.yaml and NEW.yaml cannot both be - (standard input)", "pass at least one of them as a file", 2)
+    old = load_modelserving(old_path, code=2)
+    new = load_modelserving(new_path, code=2)
+    old_roles, new_roles = old.spec.template.roles, new.spec.template.roles
+    if role is not None and role not in {r.name for r in [*old_roles, *new_roles]}:
+        known = ", ".join(dict.fromkeys(r.name for r in [*old_roles, *new_roles]))
+        _fail(f"--role {role}: no such Role in {old_path} or {new_path} (roles: {known})", "pass a Role name", 2)
+    findings = check_eligibility(old, new) if role is None else check_role_eligibility(old, new, role)
+    images = image_changes(old_roles, new_roles, role=role)
+    if output == "json":
+        document = {
+            "eligible": not findings,
+            "findings": [{"field": f.field, "reason": f.reason} for f in findings],
+            "imageChanges": [
+                {"role": c.role, "template": c.template, "container": c.container, "old": c.old, "new": c.new}
+                for c in images
+            ],
+        }
+        click.echo(json.dumps(document, indent=2))
+        return
+    unit = "the ServingGroups" if role is None else f"the instances of Role {role}"
+    if findings:
+        click.echo(f"an image patch cannot apply this update; the controller recreates {unit} because:")
+        for finding in findings:
+            click.echo(f"{finding.field}: {finding.reason}")
+    else:
+        click.echo(f"an image patch can apply this update: {unit} are updated in place")
+    if images:
+        click.echo("image changes:")
+        for c in images:
+            click.echo(f"  role {c.role} {c.template} container {c.container}: {c.old} -> {c.new}")
+    else:
+        click.echo("no image changes")
 
 
 MANIFESTS = ("crd", "rbac", "podgroup-crd", "controller")
