@@ -21,7 +21,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from .api.types import GROUP, PLURAL, VERSION, ModelServing
-from .planner.plan import EVENT_SOURCE, Event, Plan
+from .planner.plan import EVENT_SOURCE, Event, Plan, PodPatch
 from .runtime.informer import ensure_ok
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,8 @@ class Outcome:
     created: list[str] = field(default_factory=list)
     failed_creates: list[str] = field(default_factory=list)
     deleted_uids: list[str] = field(default_factory=list)
+    patched_uids: list[str] = field(default_factory=list)
+    failed_patch_uids: list[str] = field(default_factory=list)
     failed_delete_uids: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -66,6 +68,7 @@ class Executor:
             await self._create(self.core.create_namespaced_service(ns, svc), outcome, "service")
         await self._create_pods(ns, plan.create_pods, outcome)
         await asyncio.gather(*(self._delete_pod(ns, d.name, d.uid, outcome) for d in plan.delete_pods))
+        await asyncio.gather(*(self._patch_pod(ns, p, outcome) for p in plan.patch_pods))
         for name, uid in plan.delete_services:
             body = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid)) if uid else None
             await self._ignore_missing(self.core.delete_namespaced_service(name, ns, body=body), outcome)
@@ -123,6 +126,17 @@ class Executor:
             else:
                 outcome.failed_delete_uids.append(uid)
                 outcome.errors.append(f"delete pod {name}: {_describe(exc)}")
+
+    async def _patch_pod(self, ns: str, patch: PodPatch, outcome: Outcome) -> None:
+        try:
+            await self.core.patch_namespaced_pod(
+                patch.name, ns, patch.body, _content_type="application/strategic-merge-patch+json"
+            )
+            outcome.patched_uids.append(patch.uid)
+        except ApiException as exc:
+            outcome.failed_patch_uids.append(patch.uid)
+            if exc.status not in (404, 409, 422):  # gone, or a replacement (the UID precondition)
+                outcome.errors.append(f"patch pod {patch.name} ({patch.reason}): {_describe(exc)}")
 
     async def _create(self, call: Any, outcome: Outcome, what: str) -> None:
         try:

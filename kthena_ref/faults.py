@@ -84,6 +84,12 @@ FAULTS: dict[str, str] = {
     ),
     "surge-ignored": "maxSurge is ignored (resolves to 0): no ServingGroup is created above spec.replicas",
     "partition-ignored": "rollingUpdateConfiguration.partition is ignored: protected ServingGroups are updated too",
+    # InPlaceUpdate
+    "in-place-ineligible-patched": (
+        "updateMethod InPlace patches images even when the change is not image-only (the other changes are lost)"
+    ),
+    "no-fallback-event": "the in-place fallback to recreate emits no InPlaceUpdateFallback Event",
+    "no-progress-deadline": "progressDeadlineSeconds never passes: a stuck in-place update is never recovered",
 }
 
 

@@ -37,11 +37,11 @@ from decimal import Decimal
 from typing import Any
 
 from .. import faults
-from ..api.types import ModelServing, PluginTarget, RecoveryPolicy, Role, RolloutStrategyType
+from ..api.types import ModelServing, PluginTarget, RecoveryPolicy, Role, RolloutStrategyType, UpdateMethod
 from ..plugins import build_chain
 from ..plugins.base import BoundPlugin, HookRequest, PluginError
 from ..plugins.builtin import LABEL_SERVICE_KIND
-from . import intstr, quantity, rollout
+from . import eligibility, inplace, intstr, quantity, rollout
 from .names import (
     ANNOTATION_DELETION_COST,
     ANNOTATION_QUEUE,
@@ -74,10 +74,14 @@ class ObservedPod:
     restart_count: int
     not_ready_since: dt.datetime | None
     deletion_cost: int
+    in_place_since: dt.datetime | None = None  # an in-place update started and has not finished
+    images_current: bool = True  # container statuses report the spec's images (checked while in place)
+    resource_version: str = ""
 
     @property
     def running_ready(self) -> bool:
-        return self.phase == "Running" and self.ready and not self.deleting
+        """Running and Ready; a Pod updated in place only once it runs its new images."""
+        return self.phase == "Running" and self.ready and not self.deleting and self.images_current
 
     @property
     def in_error(self) -> bool:
@@ -109,6 +113,7 @@ def observe_pod(pod: dict[str, Any], ms: str) -> ObservedPod | None:
         cost = int((meta.get("annotations") or {}).get(ANNOTATION_DELETION_COST, "0"))
     except ValueError:
         cost = 0
+    since = inplace.started(pod)
     return ObservedPod(
         pid=pid,
         name=meta["name"],
@@ -124,6 +129,9 @@ def observe_pod(pod: dict[str, Any], ms: str) -> ObservedPod | None:
         or _time(status.get("startTime"))
         or _time(meta.get("creationTimestamp")),
         deletion_cost=cost,
+        in_place_since=since,
+        images_current=since is None or inplace.images_current(pod),
+        resource_version=meta.get("resourceVersion", ""),
     )
 
 
@@ -162,6 +170,17 @@ class Event:
 
 
 @dataclass(frozen=True)
+class PodPatch:
+    """A strategic-merge patch of one Pod (the body carries its UID as a precondition)."""
+
+    name: str
+    uid: str
+    resource_version: str  # as observed: the patch is seen once the informer shows another one
+    body: dict[str, Any]
+    reason: str
+
+
+@dataclass(frozen=True)
 class PodDeletion:
     name: str
     uid: str  # a precondition: never delete a replacement that reused the name
@@ -188,6 +207,7 @@ class Plan:
 
     create_pods: list[dict[str, Any]] = field(default_factory=list)
     delete_pods: list[PodDeletion] = field(default_factory=list)
+    patch_pods: list[PodPatch] = field(default_factory=list)
     create_revisions: list[dict[str, Any]] = field(default_factory=list)
     delete_revisions: list[str] = field(default_factory=list)
     apply_podgroups: list[dict[str, Any]] = field(default_factory=list)
@@ -278,11 +298,13 @@ def plan(observed: Observed) -> Plan:
 
     groups: dict[int, Group] = {}
     raw_by_instance: dict[InstanceKey, list[dict[str, Any]]] = {}
+    raw_by_name: dict[str, dict[str, Any]] = {}
     seen: list[tuple[ObservedPod, dict[str, Any]]] = []
     for raw in observed.pods:
         pod = observe_pod(raw, name)
         if pod is not None:
             seen.append((pod, raw))
+            raw_by_name[pod.name] = raw
     pending, conflicts = _pending_deletions(observed.pending, [p for p, _ in seen])
     out.pending = pending
     for pod, raw in seen:
@@ -353,6 +375,9 @@ def plan(observed: Observed) -> Plan:
     for group in groups.values():
         roles = roles_for(group.revision)
         for pod in list(group.pods.values()):
+            if pod.in_place_since is not None and not pod.deleting:
+                _in_place_progress(out, observed, group, pod, policy, delete, rebuilding, raw_by_name)
+                continue  # its restarts are the update, not a failure
             if not pod.in_error:
                 continue
             since = pod.not_ready_since or observed.now  # observe_pod falls back to start/creation
@@ -376,8 +401,15 @@ def plan(observed: Observed) -> Plan:
     # 3. scale and rollout (ServingGroupRollingUpdate): which groups stay, go, or are created
     pace = _group_pace(ms) if group_rolling else None
     rollout_step = None
+    findings = _InPlaceFindings(ms, roles_at)
     if pace is not None:
-        units = [_group_unit(g, update_rev, roles_for, deleting) for g in groups.values() if g.pods]
+        units = [
+            _group_unit(
+                g, update_rev, roles_for, deleting, in_place=findings.enabled and not findings.group(g.revision)
+            )
+            for g in groups.values()
+            if g.pods
+        ]
         rollout_step = rollout.step(units, pace)
     if rollout_step is None:
         kept, victims = _choose_groups(groups, spec.replicas, roles_for)
@@ -406,15 +438,27 @@ def plan(observed: Observed) -> Plan:
                 Event("Normal", "RoleDeleting", f"deleting role {rid} of ServingGroup {group_name(name, ordinal)}")
             )
 
-    # 4. rollout: outdated groups are recreated within the budget
+    # 4. rollout: outdated groups are recreated, or updated in place, within the budget
+    patched: set[int] = set()
     for ordinal in rollout_step.recreate if rollout_step else []:
         group = groups[ordinal]
         delete(group.live_pods(), "rolling update")
+        where = f"ServingGroup {group_name(name, ordinal)}"
+        out.events.append(Event("Normal", "RoleDeleting", f"recreating {where} at revision {update_rev}"))
+        if findings.enabled and not faults.active("no-fallback-event"):
+            out.events.append(_fallback_event(where, findings.group(group.revision)))
+    for ordinal in rollout_step.patch if rollout_step else []:
+        patched.add(ordinal)
+        group = groups[ordinal]
+        for pod in group.live_pods():
+            role = next(r for r in spec.template.roles if r.name == pod.pid.role)
+            body = inplace.pod_patch(raw_by_name[pod.name], role, pod.pid, update_rev, observed.now)
+            out.patch_pods.append(PodPatch(pod.name, pod.uid, pod.resource_version, body, "in-place update"))
         out.events.append(
             Event(
                 "Normal",
-                "RoleDeleting",
-                f"recreating ServingGroup {group_name(name, ordinal)} at revision {update_rev}",
+                "InPlaceUpdating",
+                f"updating ServingGroup {group_name(name, ordinal)} in place to revision {update_rev}",
             )
         )
 
@@ -428,6 +472,8 @@ def plan(observed: Observed) -> Plan:
         busy_instances |= {(key[1], key[2]) for key in rebuilding if isinstance(key, tuple) and key[0] == ordinal}
         busy_instances |= {(key[1], key[2]) for key in out.pending if key[0] == ordinal}
         group_busy = bool(present) and all(p.deleting or p.name in deleting for p in present.values())
+        if ordinal in patched:
+            continue  # its Pods move to the update revision first; anything missing comes after
         if ordinal in rebuilding or (group_busy and policy is RecoveryPolicy.SERVING_GROUP_RECREATE):
             continue  # the whole group is being rebuilt: wait for every Pod to go
         if policy is RecoveryPolicy.SERVING_GROUP_RECREATE and any(key[0] == ordinal for key in conflicts):
@@ -754,14 +800,88 @@ def _group_pace(ms: ModelServing) -> rollout.Pace:
     return rollout.Pace(spec.replicas, budget, surge, part)
 
 
-def _group_unit(group: Group, update_rev: str, roles_for: Any, deleting: set[str]) -> rollout.Unit:
+def _group_unit(
+    group: Group, update_rev: str, roles_for: Any, deleting: set[str], *, in_place: bool = False
+) -> rollout.Unit:
     live = [p for p in group.pods.values() if not p.deleting and p.name not in deleting]
     return rollout.Unit(
         id=group.ordinal,
         outdated=group.revision != update_rev,
         ready=bool(live) and len(live) == len(group.pods) and group.ready(roles_for(group.revision)),
         terminating=not live,
+        in_place=in_place,
     )
+
+
+class _InPlaceFindings:
+    """Why a unit at some revision cannot be updated in place (empty: it can), per revision."""
+
+    def __init__(self, ms: ModelServing, roles_at: dict[str, list[Role]]) -> None:
+        strategy = ms.spec.rollout_strategy
+        self.enabled = strategy is not None and strategy.update_method is UpdateMethod.IN_PLACE
+        self._ms = ms
+        self._roles_at = roles_at
+        self._blockers = eligibility.plugin_blockers(ms) if self.enabled else []
+        self._cache: dict[tuple[str, str | None], list[eligibility.Finding]] = {}
+
+    def group(self, revision: str, role: str | None = None) -> list[eligibility.Finding]:
+        key = (revision, role)
+        if key not in self._cache:
+            old = self._roles_at.get(revision)
+            if old is None:
+                found = [eligibility.Finding("spec.template.roles", f"revision {revision} is not recorded")]
+            elif faults.active("in-place-ineligible-patched"):
+                found = list(self._blockers)  # Pod template changes are not looked at
+            else:
+                found = self._blockers + eligibility.check_roles(old, self._ms.spec.template.roles, role=role)
+            self._cache[key] = found
+        return self._cache[key]
+
+
+def _fallback_event(where: str, findings: list[eligibility.Finding]) -> Event:
+    shown = "; ".join(f"{f.field}: {f.reason}" for f in findings[:3])
+    more = f" (and {len(findings) - 3} more)" if len(findings) > 3 else ""
+    return Event(
+        "Normal",
+        "InPlaceUpdateFallback",
+        f"{where} is recreated instead of updated in place: {shown}{more}",
+    )
+
+
+def _in_place_progress(
+    out: Plan,
+    observed: Observed,
+    group: Group,
+    pod: ObservedPod,
+    policy: RecoveryPolicy,
+    delete: Any,
+    rebuilding: set[Any],
+    raw_by_name: dict[str, dict[str, Any]],
+) -> None:
+    """Follow a Pod updated in place (it gets no other error recovery meanwhile).
+
+    Arrived (Running, Ready, on its new images): the annotation goes. Still on its way before the
+    progress deadline: it is left alone (its restarts are the update, not a failure). Past the
+    deadline: ProgressDeadlineExceeded is reported and the RecoveryPolicy rebuilds its scope
+    (None: only the report, as a Deployment past its deadline)."""
+    if pod.running_ready:
+        out.patch_pods.append(
+            PodPatch(pod.name, pod.uid, pod.resource_version, inplace.finished_patch(raw_by_name[pod.name]), "arrived")
+        )
+        return
+    assert pod.in_place_since is not None
+    deadline = inplace.progress_deadline(observed.ms)
+    due = pod.in_place_since + deadline
+    if observed.now < due or faults.active("no-progress-deadline"):
+        if not faults.active("no-progress-deadline"):
+            out.requeue((due - observed.now).total_seconds())
+        return
+    seconds = int(deadline.total_seconds())
+    message = f"pod {pod.name} is not ready on revision {pod.revision} {seconds}s after its in-place update started"
+    out.reports.append(("ProgressDeadlineExceeded", message))
+    if policy is not RecoveryPolicy.NONE:
+        _recover(out, delete, group, pod.pid, policy, "in-place update passed its progress deadline",
+                 observed.ms.metadata.name, rebuilding)  # fmt: skip
 
 
 def _choose_groups(groups: dict[int, Group], replicas: int, roles_for: Any) -> tuple[set[int], list[Group]]:

@@ -128,6 +128,7 @@ class Controller:
         else:
             pods[name] = obj
             self.expectations.created(key, name)
+            self.expectations.seen(key, uid, meta.get("resourceVersion", ""))
             if meta.get("deletionTimestamp"):
                 self.expectations.deleted(key, uid)
             elif kind == "ADDED":
@@ -181,6 +182,7 @@ class Controller:
             key,
             creates=[p["metadata"]["name"] for p in result.create_pods],
             deletes=[d.uid for d in result.delete_pods],
+            patches=[(p.uid, p.resource_version) for p in result.patch_pods],
         )
         self._our_deletions.update(d.uid for d in result.delete_pods)
         self.pending[key] = result.pending
@@ -190,6 +192,8 @@ class Controller:
         self.ready[key] = result.ready_pods
         for name in outcome.failed_creates:
             self.expectations.created(key, name)  # nothing will arrive for these
+        for uid in outcome.failed_patch_uids:
+            self.expectations.seen(key, uid, "")
         for uid in outcome.failed_delete_uids:  # nor for these: the retry must not wait for the TTL
             self.expectations.deleted(key, uid)
             self._our_deletions.discard(uid)

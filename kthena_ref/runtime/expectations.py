@@ -20,6 +20,7 @@ TTL = 300.0
 class _Pending:
     creates: set[str] = field(default_factory=set)  # pod names
     deletes: set[str] = field(default_factory=set)  # pod uids
+    patches: dict[str, str] = field(default_factory=dict)  # pod uid -> resourceVersion before the patch
     since: float = 0.0
 
 
@@ -29,11 +30,26 @@ class Expectations:
         self._clock = clock
         self._ttl = ttl
 
-    def expect(self, key: str, *, creates: Iterable[str] = (), deletes: Iterable[str] = ()) -> None:
+    def expect(
+        self,
+        key: str,
+        *,
+        creates: Iterable[str] = (),
+        deletes: Iterable[str] = (),
+        patches: Iterable[tuple[str, str]] = (),
+    ) -> None:
         pending = self._pending.setdefault(key, _Pending(since=self._clock()))
         pending.creates.update(creates)
         pending.deletes.update(deletes)
+        pending.patches.update(patches)
         pending.since = self._clock()
+
+    def seen(self, key: str, uid: str, resource_version: str) -> None:
+        """The informer shows the Pod ``uid`` at ``resource_version``: a patch planned from an
+        older version has landed (or failed: then pass ``resource_version=""``)."""
+        pending = self._pending.get(key)
+        if pending is not None and uid in pending.patches and pending.patches[uid] != resource_version:
+            del pending.patches[uid]
 
     def created(self, key: str, name: str) -> None:
         """The informer saw Pod ``name`` (or its creation failed: nothing more will come)."""
@@ -44,6 +60,7 @@ class Expectations:
         """The informer saw the deletion (or deletionTimestamp) of the Pod with ``uid``."""
         if key in self._pending:
             self._pending[key].deletes.discard(uid)
+            self._pending[key].patches.pop(uid, None)
 
     def expects_deletion(self, key: str, uid: str) -> bool:
         pending = self._pending.get(key)
@@ -53,7 +70,9 @@ class Expectations:
         pending = self._pending.get(key)
         if pending is None:
             return True
-        if (not pending.creates and not pending.deletes) or self._clock() - pending.since > self._ttl:
+        if (
+            not pending.creates and not pending.deletes and not pending.patches
+        ) or self._clock() - pending.since > self._ttl:
             del self._pending[key]
             return True
         return False

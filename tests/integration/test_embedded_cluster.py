@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from conformance.cluster.faults import Fault, FaultInjector
@@ -195,20 +195,34 @@ def test_resource_claim_template_is_allocated_from_a_published_slice(
 
 
 def test_in_place_image_patch_is_reflected_with_a_restart(core: client.CoreV1Api, namespace: str) -> None:
+    """As a kubelet restarting the container would: NotReady with the new image, then Ready again."""
     pod = ready_pod(core, namespace, "inplace")
     uid = pod.metadata.uid
+    seen: list[tuple[str, str | None]] = []  # (image in containerStatuses, Ready), in watch order
+    stream = watch.Watch()
+    events = stream.stream(
+        core.list_namespaced_pod,
+        namespace,
+        field_selector="metadata.name=inplace",
+        resource_version=pod.metadata.resource_version,
+        timeout_seconds=60,
+    )
     core.patch_namespaced_pod(
         "inplace", namespace, {"spec": {"containers": [{"name": "main", "image": IMAGE.replace("v1", "v2")}]}}
     )
-    pod = wait_for(
-        "the new image in containerStatuses",
-        lambda: core.read_namespaced_pod("inplace", namespace),
-        until=lambda p: p.status.container_statuses[0].image.endswith(":v2"),
-    )
+    for event in events:
+        current = event["object"]
+        statuses = current.status.container_statuses or []
+        seen.append((statuses[0].image if statuses else "", condition(current, "Ready")))
+        if seen[-1] == (IMAGE.replace("v1", "v2"), "True"):
+            stream.stop()
+    assert seen and seen[-1] == (IMAGE.replace("v1", "v2"), "True"), f"never Ready on the new image: {seen}"
+    assert (IMAGE.replace("v1", "v2"), "False") in seen, f"expected NotReady while restarting; seen {seen}"
+    pod = core.read_namespaced_pod("inplace", namespace)
     status = pod.status.container_statuses[0]
     assert pod.metadata.uid == uid
     assert status.restart_count == 1
-    assert status.ready is True and condition(pod, "Ready") == "True"
+    assert status.ready is True
 
 
 def test_pod_can_be_made_not_ready_and_ready_again(

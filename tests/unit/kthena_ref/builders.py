@@ -369,6 +369,9 @@ class World:
     podgroups: dict[str, dict[str, Any]] | None = None
     now: dt.datetime = T0
     plans: list[Plan] = field(default_factory=list)
+    # What kubelet does with a patched image: restart the container on it and come back Ready
+    # (True), or never get there (False: the Pod keeps reporting its old image and NotReady).
+    patched_pods_arrive: bool = True
 
     def add(self, *pods: dict[str, Any]) -> World:
         for pod in pods:
@@ -396,6 +399,8 @@ class World:
         for pod in p.create_pods:
             assert name_of(pod) not in self.pods, f"creating {name_of(pod)}, which still exists"
             self.pods[name_of(pod)] = create_as(pod)
+        for patch in p.patch_pods:
+            self._patch(patch.name, patch.body)
         for cr in p.create_revisions:
             self.revisions[name_of(cr)] = copy.deepcopy(cr)
         for cr_name in p.delete_revisions:
@@ -409,6 +414,47 @@ class World:
             self.ms = with_status(self.ms, p.status)
         self.plans.append(p)
 
+    def _patch(self, name: str, body: dict[str, Any]) -> None:
+        """A strategic-merge patch as the API server and kubelet (kwok) would apply it."""
+        pod = self.pods[name]
+        meta = body.get("metadata") or {}
+        assert meta.get("uid") == pod["metadata"]["uid"], "patch precondition names another uid"
+        for key in ("labels", "annotations"):
+            target = pod["metadata"].setdefault(key, {})
+            for k, v in (meta.get(key) or {}).items():
+                if v is None:
+                    target.pop(k, None)
+                else:
+                    target[k] = v
+        images = {c["name"]: c["image"] for c in (body.get("spec") or {}).get("containers") or []}
+        for container in pod["spec"]["containers"]:
+            container["image"] = images.get(container["name"], container["image"])
+        if not images:
+            return
+        status = pod.setdefault("status", {})
+        old = {s.get("name"): s for s in status.get("containerStatuses") or []}
+        if self.patched_pods_arrive:
+            status["containerStatuses"] = [
+                {
+                    "name": c["name"],
+                    "image": c["image"],
+                    "ready": True,
+                    "restartCount": int(old.get(c["name"], {}).get("restartCount", 0)) + 1,
+                }
+                for c in pod["spec"]["containers"]
+            ]
+            for condition in status.get("conditions") or []:
+                if condition["type"] == "Ready" and condition["status"] != "True":
+                    condition.update(status="True", lastTransitionTime=ts(self.now))
+        else:  # restarted once, never Ready on the new image
+            status["containerStatuses"] = [
+                {"name": c["name"], "image": "old-image", "ready": False, "restartCount": 1}
+                for c in pod["spec"]["containers"]
+            ]
+            for condition in status.get("conditions") or []:
+                if condition["type"] == "Ready":
+                    condition.update(status="False", lastTransitionTime=ts(self.now))
+
     def step(self, lost: frozenset[str] = frozenset()) -> Plan:
         p = self.plan(lost)
         self.apply(p)
@@ -418,7 +464,14 @@ class World:
         """Step until a plan neither creates nor deletes anything; the number of steps taken."""
         for steps in range(1, max_steps + 1):
             p = self.step()
-            if not (p.create_pods or p.delete_pods or p.create_revisions or p.delete_revisions or p.apply_podgroups):
+            if not (
+                p.create_pods
+                or p.delete_pods
+                or p.patch_pods
+                or p.create_revisions
+                or p.delete_revisions
+                or p.apply_podgroups
+            ):
                 return steps
         raise AssertionError(f"no convergence in {max_steps} steps")
 

@@ -9,6 +9,7 @@ the fault, and ``off`` again under every other fault, which is what
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -246,6 +247,41 @@ def probe_rollout_first_step(**rollout: Any) -> Callable[[], list[str]]:
     return probe
 
 
+def _in_place(change: Callable[[dict[str, Any]], None], **ms_rollout: Any) -> Any:
+    w = world(MS().replicas(2).role("r", 1, 0).rollout(**ms_rollout).build())
+    w.ms = edit_spec(w.ms, lambda spec: spec["rolloutStrategy"].update(updateMethod="InPlace"))
+    w.ms = edit_spec(w.ms, change)
+    return w
+
+
+def _set_command(spec: dict[str, Any]) -> None:
+    spec["template"]["roles"][0]["entryTemplate"]["spec"]["containers"][0]["command"] = ["serve", "--new"]
+
+
+def probe_in_place_ineligible() -> tuple[list[str], list[str]]:
+    """InPlace and a command change: recreated, not patched."""
+    p = _in_place(_set_command, max_unavailable=1).plan()
+    return deleted(p), [patch.name for patch in p.patch_pods]
+
+
+def probe_fallback_event() -> list[str]:
+    """InPlace, an image-only change, the headless-service plugin (which does not support in-place)."""
+    w = _in_place(set_image("engine:v2"), max_unavailable=1)
+    w.ms = with_plugins(w.ms, HEADLESS)
+    return sorted({e.reason for e in w.plan().events})
+
+
+def probe_progress_deadline() -> list[str]:
+    """An in-place update that never arrives, 61 s after it started (progressDeadlineSeconds 60)."""
+    w = _in_place(set_image("engine:v2"), max_unavailable=2)
+    w.ms = edit_spec(w.ms, lambda spec: spec["rolloutStrategy"].update(progressDeadlineSeconds=60))
+    w.patched_pods_arrive = False
+    w.step()
+    w.now = w.now + dt.timedelta(seconds=61)
+    p = w.plan()
+    return sorted({reason for reason, _ in p.reports})
+
+
 @dataclass(frozen=True)
 class Case:
     fault: str
@@ -334,6 +370,20 @@ CASES = [
     ),
     Case("surge-ignored", probe_rollout_first_step(max_unavailable=0, max_surge=1), ["+ms-4-r-0-0"], []),
     Case("partition-ignored", probe_rollout_first_step(partition=4), [], ["ms-3-r-0-0"]),
+    # InPlaceUpdate
+    Case("in-place-ineligible-patched", probe_in_place_ineligible, (["ms-1-r-0-0"], []), ([], ["ms-1-r-0-0"])),
+    Case(
+        "no-fallback-event",
+        probe_fallback_event,
+        ["InPlaceUpdateFallback", "RoleDeleting"],
+        ["RoleDeleting"],
+    ),
+    Case(
+        "no-progress-deadline",
+        probe_progress_deadline,
+        ["ProgressDeadlineExceeded"],
+        [],
+    ),
 ]
 
 
