@@ -84,6 +84,11 @@ FAULTS: dict[str, str] = {
     ),
     "surge-ignored": "maxSurge is ignored (resolves to 0): no ServingGroup is created above spec.replicas",
     "partition-ignored": "rollingUpdateConfiguration.partition is ignored: protected ServingGroups are updated too",
+    "role-unchanged-recreated": (
+        "RoleRollingUpdate recreates every Role instance of a new revision, also those of Roles whose template "
+        "did not change (instead of keeping their Pods)"
+    ),
+    "coordination-ignored": "roleCoordination is ignored: every Role rolls at its own pace",
     # InPlaceUpdate
     "in-place-ineligible-patched": (
         "updateMethod InPlace patches images even when the change is not image-only (the other changes are lost)"

@@ -32,16 +32,25 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from .. import faults
-from ..api.types import ModelServing, PluginTarget, RecoveryPolicy, Role, RolloutStrategyType, UpdateMethod
+from ..api.types import (
+    ModelServing,
+    PluginTarget,
+    RecoveryPolicy,
+    Role,
+    RoleCoordination,
+    RolloutStrategyType,
+    UpdateMethod,
+)
 from ..plugins import build_chain
 from ..plugins.base import BoundPlugin, HookRequest, PluginError
 from ..plugins.builtin import LABEL_SERVICE_KIND
-from . import eligibility, inplace, intstr, quantity, rollout
+from . import coordination, eligibility, inplace, intstr, quantity, rollout
 from .names import (
     ANNOTATION_DELETION_COST,
     ANNOTATION_QUEUE,
@@ -50,12 +59,13 @@ from .names import (
     LABEL_NAME,
     LABEL_REVISION,
     LABEL_ROLE_ID,
+    LABEL_ROLE_TEMPLATE_HASH,
     PodId,
     group_name,
     parse_pod_labels,
     pod_name,
 )
-from .pods import build_pod, controller_revision, expected_pods, owner_reference, revision_of
+from .pods import build_pod, controller_revision, owner_reference, revision_of, role_template_hash
 
 EVENT_SOURCE = "modelserving-controller"
 
@@ -74,6 +84,7 @@ class ObservedPod:
     restart_count: int
     not_ready_since: dt.datetime | None
     deletion_cost: int
+    role_hash: str = ""  # the role-template-hash label: which template of its Role it was built from
     in_place_since: dt.datetime | None = None  # an in-place update started and has not finished
     images_current: bool = True  # container statuses report the spec's images (checked while in place)
     resource_version: str = ""
@@ -129,6 +140,7 @@ def observe_pod(pod: dict[str, Any], ms: str) -> ObservedPod | None:
         or _time(status.get("startTime"))
         or _time(meta.get("creationTimestamp")),
         deletion_cost=cost,
+        role_hash=labels.get(LABEL_ROLE_TEMPLATE_HASH, ""),
         in_place_since=since,
         images_current=since is None or inplace.images_current(pod),
         resource_version=meta.get("resourceVersion", ""),
@@ -151,8 +163,7 @@ class Group:
         """Every Pod is being deleted: the group is going away (or being rebuilt)."""
         return all(p.deleting for p in self.pods.values())
 
-    def ready(self, roles: list[Role]) -> bool:
-        expected = expected_pods(roles, self.ordinal)
+    def ready(self, expected: list[PodId]) -> bool:
         return all(pid in self.pods and self.pods[pid].running_ready for pid in expected)
 
     def deletion_cost(self) -> int:
@@ -160,6 +171,39 @@ class Group:
 
     def live_pods(self) -> list[ObservedPod]:
         return [p for p in self.pods.values() if not p.deleting]
+
+
+Instance = tuple[Role, int, str]  # (the Role as built, instance index, revision it is built from)
+
+
+class Layout:
+    """The Role instances each ServingGroup should have, and the revision each is built from.
+
+    Under ServingGroupRollingUpdate a group is one revision: its instances are that revision's
+    Roles. Under RoleRollingUpdate every instance has its own (its Pods' revision label), and the
+    Role rollout decides which instances stay, go or come (:meth:`set`)."""
+
+    def __init__(self, roles_for: Callable[[str], list[Role]], target_revision: Callable[[int], str]) -> None:
+        self.roles_for = roles_for
+        self.target_revision = target_revision
+        self._set: dict[int, list[Instance]] = {}
+
+    def set(self, ordinal: int, instances: list[Instance]) -> None:
+        self._set[ordinal] = instances
+
+    def instances(self, ordinal: int) -> list[Instance]:
+        if ordinal in self._set:
+            return self._set[ordinal]
+        rev = self.target_revision(ordinal)
+        return [(r, i, rev) for r in self.roles_for(rev) for i in range(r.replicas)]
+
+    def expected(self, ordinal: int) -> list[PodId]:
+        return [
+            PodId(ordinal, r.name, i, k) for r, i, _ in self.instances(ordinal) for k in range(r.worker_replicas + 1)
+        ]
+
+    def role_of(self, ordinal: int, role: str, index: int) -> Role | None:
+        return next((r for r, i, _ in self.instances(ordinal) if r.name == role and i == index), None)
 
 
 @dataclass(frozen=True)
@@ -274,11 +318,11 @@ def _roles_by_revision(ms: ModelServing, revisions: list[dict[str, Any]]) -> dic
     }
 
 
-def _scale_down_order(group: Group, roles: list[Role]) -> tuple[int, int, int]:
+def _scale_down_order(group: Group, expected: list[PodId]) -> tuple[int, int, int]:
     """Sort key: not-ready first, then the lowest summed deletion cost, then the highest ordinal."""
     if faults.active("scale-down-lowest-ordinal"):
         return (0, 0, group.ordinal)
-    return (1 if group.ready(roles) else 0, group.deletion_cost(), -group.ordinal)
+    return (1 if group.ready(expected) else 0, group.deletion_cost(), -group.ordinal)
 
 
 def plan(observed: Observed) -> Plan:
@@ -338,6 +382,13 @@ def plan(observed: Observed) -> Plan:
             return group.revision if group.revision in roles_at else update_rev
         return current_rev if ordinal in protected else update_rev
 
+    layout = Layout(roles_for, target_revision)
+    role_rolling = strategy is not None and strategy.type is RolloutStrategyType.ROLE_ROLLING_UPDATE
+    if role_rolling:
+        for observed_group in groups.values():
+            layout.set(
+                observed_group.ordinal, _role_instances(observed_group, spec.template.roles, roles_for, update_rev)
+            )
     deleting: set[str] = set()
     services_by_name = {svc["metadata"]["name"]: svc for svc in observed.services or []}
 
@@ -373,7 +424,6 @@ def plan(observed: Observed) -> Plan:
     if faults.active("no-recovery"):
         policy = RecoveryPolicy.NONE
     for group in groups.values():
-        roles = roles_for(group.revision)
         for pod in list(group.pods.values()):
             if pod.in_place_since is not None and not pod.deleting:
                 _in_place_progress(out, observed, group, pod, policy, delete, rebuilding, raw_by_name)
@@ -386,7 +436,7 @@ def plan(observed: Observed) -> Plan:
                 out.requeue(wait)
                 continue
             _recover(out, delete, group, pod.pid, policy, f"pod {pod.name} failed", name, rebuilding)
-        for pid in expected_pods(roles, group.ordinal):
+        for pid in layout.expected(group.ordinal):
             lost_name = pod_name(name, pid.ordinal, pid.role, pid.index, pid.k)
             if pid in group.pods or lost_name not in observed.lost or policy is RecoveryPolicy.NONE:
                 continue
@@ -404,15 +454,13 @@ def plan(observed: Observed) -> Plan:
     findings = _InPlaceFindings(ms, roles_at)
     if pace is not None:
         units = [
-            _group_unit(
-                g, update_rev, roles_for, deleting, in_place=findings.enabled and not findings.group(g.revision)
-            )
+            _group_unit(g, update_rev, layout, deleting, in_place=findings.enabled and not findings.group(g.revision))
             for g in groups.values()
             if g.pods
         ]
         rollout_step = rollout.step(units, pace)
     if rollout_step is None:
-        kept, victims = _choose_groups(groups, spec.replicas, roles_for)
+        kept, victims = _choose_groups(groups, spec.replicas, layout)
         # Partition protects the first N kept replicas in ascending ordinal order (not ordinals < N).
         protected = set(rollout.protected_ids(kept, pace.partition if pace else 0))
     else:
@@ -426,11 +474,18 @@ def plan(observed: Observed) -> Plan:
             out.events.append(
                 Event("Normal", "RoleDeleting", f"deleting ServingGroup {group_name(name, group.ordinal)} (scale down)")
             )
+    role_patched: set[InstanceKey] = set()
+    if role_rolling:
+        for ordinal in sorted(kept & set(groups)):
+            role_patched |= _role_rollout(
+                out, ms, groups[ordinal], layout, roles_for, update_rev, findings, deleting, delete, raw_by_name,
+                observed.now,
+            )  # fmt: skip
     for ordinal in sorted(kept):
         if ordinal not in groups:
             continue
         kept_group = groups[ordinal]
-        wanted = set(expected_pods(roles_for(kept_group.revision), ordinal))
+        wanted = set(layout.expected(ordinal))
         surplus = [p for p in kept_group.live_pods() if p.pid not in wanted]
         delete(surplus, "role scale-down")
         for rid in sorted({p.pid.role_id for p in surplus}):
@@ -466,11 +521,10 @@ def plan(observed: Observed) -> Plan:
     for ordinal in sorted(kept):
         existing = groups.get(ordinal)
         present: dict[PodId, ObservedPod] = existing.pods if existing else {}
-        rev = target_revision(ordinal)
-        roles = roles_for(rev)
         busy_instances = {(p.pid.role, p.pid.index) for p in present.values() if p.deleting or p.name in deleting}
         busy_instances |= {(key[1], key[2]) for key in rebuilding if isinstance(key, tuple) and key[0] == ordinal}
         busy_instances |= {(key[1], key[2]) for key in out.pending if key[0] == ordinal}
+        busy_instances |= {(key[1], key[2]) for key in role_patched if key[0] == ordinal}
         group_busy = bool(present) and all(p.deleting or p.name in deleting for p in present.values())
         if ordinal in patched:
             continue  # its Pods move to the update revision first; anything missing comes after
@@ -479,7 +533,7 @@ def plan(observed: Observed) -> Plan:
         if policy is RecoveryPolicy.SERVING_GROUP_RECREATE and any(key[0] == ordinal for key in conflicts):
             continue  # a replacement holds part of the group's identity: nothing is built around it
         created_instances: set[str] = set()
-        for pid in expected_pods(roles, ordinal):
+        for pid, roles, rev in _missing(layout, roles_for, ordinal):
             if pid in present or (pid.role, pid.index) in busy_instances:
                 continue
             new_pod = build_pod(ms, roles, rev, pid, gang=gang)
@@ -509,13 +563,12 @@ def plan(observed: Observed) -> Plan:
     if observed.services is not None and chain:
         held = {(group_name(name, key[0]), f"{key[1]}-{key[2]}") for key in conflicts}
         _services(
-            out, ms, chain, kept, target_revision, roles_for, observed.services, raw_by_instance, held,
-            observed.pending_services,
+            out, ms, chain, kept, layout, observed.services, raw_by_instance, held, observed.pending_services,
         )  # fmt: skip
     _revisions(out, ms, observed, update_rev, current_rev, {g.revision for g in groups.values()})
     if gang:
         _podgroups(out, ms, observed.podgroups or [], kept, set(groups), roles_for, target_revision)
-    out.status = _status(ms, groups, kept, update_rev, current_rev, roles_for, observed.now)
+    out.status = _status(ms, groups, kept, update_rev, current_rev, layout, observed.now)
     for reason in sorted({r for r, _ in out.reports}):  # e.g. MigrationRequired: Event and condition
         messages = [m for r, m in out.reports if r == reason]
         already = ms.status is not None and any(
@@ -536,8 +589,8 @@ def plan(observed: Observed) -> Plan:
                 observed.now,
             )
         )
-    out.running_instances = _running_instances(name, groups, roles_for)
-    out.ready_pods = _pods_ready(out, ms, chain, groups, roles_for, raw_by_instance, observed.previously_ready)
+    out.running_instances = _running_instances(name, groups, layout)
+    out.ready_pods = _pods_ready(out, ms, chain, groups, layout, raw_by_instance, observed.previously_ready)
     if observed.previously_running is not None:
         for instance in sorted(out.running_instances - observed.previously_running):
             group_label, rid = instance.split("/")
@@ -591,8 +644,7 @@ def _services(
     ms: ModelServing,
     chain: list[BoundPlugin],
     kept: set[int],
-    target_revision: Any,
-    roles_for: Any,
+    layout: Layout,
     observed: list[dict[str, Any]],
     instance_pods: dict[InstanceKey, list[dict[str, Any]]],
     held: set[tuple[str, str]],
@@ -608,20 +660,19 @@ def _services(
     desired: dict[str, dict[str, Any]] = {}
     settled: set[str] = set()  # Services of instances that already have Pods (services-not-recreated)
     for ordinal in sorted(kept):
-        for role in roles_for(target_revision(ordinal)):
-            for index in range(role.replicas):
-                req = _request(
-                    ms, role, ordinal, index, PluginTarget.ALL, None, instance_pods.get((ordinal, role.name, index)),
-                    {svc["metadata"]["name"]: svc for svc in observed},
-                )  # fmt: skip
-                for bound in chain:
-                    if bound.in_scope(role.name, PluginTarget.ALL):
-                        for obj in bound.plugin.on_role_sync(req):
-                            desired[obj["metadata"]["name"]] = obj
-                            if faults.active("services-not-recreated") and req.instance_pods:
-                                settled.add(obj["metadata"]["name"])
-                for reason, message in req.reports:
-                    out.reports.append((reason, message))
+        for role, index, _ in layout.instances(ordinal):
+            req = _request(
+                ms, role, ordinal, index, PluginTarget.ALL, None, instance_pods.get((ordinal, role.name, index)),
+                {svc["metadata"]["name"]: svc for svc in observed},
+            )  # fmt: skip
+            for bound in chain:
+                if bound.in_scope(role.name, PluginTarget.ALL):
+                    for obj in bound.plugin.on_role_sync(req):
+                        desired[obj["metadata"]["name"]] = obj
+                        if faults.active("services-not-recreated") and req.instance_pods:
+                            settled.add(obj["metadata"]["name"])
+            for reason, message in req.reports:
+                out.reports.append((reason, message))
     have = {svc["metadata"]["name"]: svc for svc in observed}
     for name in sorted(desired.keys() - have.keys()):
         if name in settled:  # services-not-recreated: its instance has Pods, so it existed and was deleted
@@ -690,7 +741,7 @@ def _pods_ready(
     ms: ModelServing,
     chain: list[BoundPlugin],
     groups: dict[int, Group],
-    roles_for: Any,
+    layout: Layout,
     instance_pods: dict[InstanceKey, list[dict[str, Any]]],
     previously: frozenset[str] | None,
 ) -> frozenset[str]:
@@ -698,11 +749,11 @@ def _pods_ready(
     Ready; returns the UIDs handled. A failing hook leaves its Pod out, so it is retried."""
     done: set[str] = set()
     for group in groups.values():
-        roles = {r.name: r for r in roles_for(group.revision)}
         for pod in group.pods.values():
             if not pod.running_ready:
                 continue
-            if (previously is not None and pod.uid in previously) or not chain or pod.pid.role not in roles:
+            role = layout.role_of(group.ordinal, pod.pid.role, pod.pid.index)
+            if (previously is not None and pod.uid in previously) or not chain or role is None:
                 done.add(pod.uid)
                 continue
             key = (pod.pid.ordinal, pod.pid.role, pod.pid.index)
@@ -712,7 +763,7 @@ def _pods_ready(
                 for bound in chain:
                     if bound.in_scope(pod.pid.role, target):
                         bound.plugin.on_pod_ready(
-                            _request(ms, roles[pod.pid.role], pod.pid.ordinal, pod.pid.index, target, raw,
+                            _request(ms, role, pod.pid.ordinal, pod.pid.index, target, raw,
                                      instance_pods.get(key))
                         )  # fmt: skip
             except PluginError as exc:
@@ -724,12 +775,12 @@ def _pods_ready(
     return frozenset(done)
 
 
-def _running_instances(ms: str, groups: dict[int, Group], roles_for: Any) -> frozenset[str]:
+def _running_instances(ms: str, groups: dict[int, Group], layout: Layout) -> frozenset[str]:
     """Role instances whose every expected Pod is Running and Ready, as ``<group>/<role-id>``."""
     out = set()
     for group in groups.values():
         expected: dict[tuple[str, int], list[PodId]] = {}
-        for pid in expected_pods(roles_for(group.revision), group.ordinal):
+        for pid in layout.expected(group.ordinal):
             expected.setdefault((pid.role, pid.index), []).append(pid)
         for (role, index), pids in expected.items():
             if all(pid in group.pods and group.pods[pid].running_ready for pid in pids):
@@ -801,13 +852,13 @@ def _group_pace(ms: ModelServing) -> rollout.Pace:
 
 
 def _group_unit(
-    group: Group, update_rev: str, roles_for: Any, deleting: set[str], *, in_place: bool = False
+    group: Group, update_rev: str, layout: Layout, deleting: set[str], *, in_place: bool = False
 ) -> rollout.Unit:
     live = [p for p in group.pods.values() if not p.deleting and p.name not in deleting]
     return rollout.Unit(
         id=group.ordinal,
         outdated=group.revision != update_rev,
-        ready=bool(live) and len(live) == len(group.pods) and group.ready(roles_for(group.revision)),
+        ready=bool(live) and len(live) == len(group.pods) and group.ready(layout.expected(group.ordinal)),
         terminating=not live,
         in_place=in_place,
     )
@@ -884,9 +935,192 @@ def _in_place_progress(
                  observed.ms.metadata.name, rebuilding)  # fmt: skip
 
 
-def _choose_groups(groups: dict[int, Group], replicas: int, roles_for: Any) -> tuple[set[int], list[Group]]:
+def _missing(
+    layout: Layout, roles_for: Callable[[str], list[Role]], ordinal: int
+) -> list[tuple[PodId, list[Role], str]]:
+    """Every Pod the group should have, with the Roles and revision it is built from."""
+    return [
+        (PodId(ordinal, role.name, index, k), roles_for(rev), rev)
+        for role, index, rev in layout.instances(ordinal)
+        for k in range(role.worker_replicas + 1)
+    ]
+
+
+def _by_instance(group: Group) -> dict[tuple[str, int], list[ObservedPod]]:
+    out: dict[tuple[str, int], list[ObservedPod]] = {}
+    for pod in group.pods.values():
+        out.setdefault((pod.pid.role, pod.pid.index), []).append(pod)
+    return out
+
+
+def _revision_of(pods: list[ObservedPod]) -> str:
+    return Counter(p.revision for p in pods).most_common(1)[0][0]
+
+
+def _defined(roles_for: Callable[[str], list[Role]], rev: str, role: Role) -> Role:
+    """``role`` as revision ``rev`` defines it (itself when that revision does not have it)."""
+    return next((r for r in roles_for(rev) if r.name == role.name), role)
+
+
+def _role_instances(
+    group: Group, roles: list[Role], roles_for: Callable[[str], list[Role]], update_rev: str
+) -> list[Instance]:
+    """RoleRollingUpdate without a rollout step: indices below each Role's replicas, each at the
+    revision its Pods have (a missing one at the update revision)."""
+    by_instance = _by_instance(group)
+    out: list[Instance] = []
+    for role in roles:
+        for index in range(role.replicas):
+            pods = by_instance.get((role.name, index))
+            rev = _revision_of(pods) if pods else update_rev
+            out.append((_defined(roles_for, rev, role), index, rev))
+    return out
+
+
+def _role_pace(role: Role) -> rollout.Pace:
+    """RoleRollingUpdate's budget of one Role, resolved against the Role's replicas."""
+    at = f"spec.template.roles[{role.name}]"
+    try:
+        budget, surge = intstr.update_budget(role.max_unavailable, role.max_surge, role.replicas, at)
+        part = intstr.partition(role.partition, role.replicas, f"{at}.partition")
+    except intstr.IntOrStringError:  # rejected at admission; never stall on it
+        return rollout.Pace(role.replicas, 1)
+    return rollout.Pace(role.replicas, budget, surge, part)
+
+
+def _role_rollout(
+    out: Plan,
+    ms: ModelServing,
+    group: Group,
+    layout: Layout,
+    roles_for: Callable[[str], list[Role]],
+    update_rev: str,
+    findings: _InPlaceFindings,
+    deleting: set[str],
+    delete: Callable[[list[ObservedPod], str], None],
+    raw_by_name: dict[str, dict[str, Any]],
+    now: dt.datetime,
+) -> set[InstanceKey]:
+    """RoleRollingUpdate in one ServingGroup: each Role rolls its instances within its own budget
+    (and roleCoordination); unchanged Roles keep their Pods (only their revision label moves).
+    Sets the group's layout; returns the instances patched in place."""
+    where = f"ServingGroup {group_name(ms.metadata.name, group.ordinal)}"
+    by_instance = _by_instance(group)
+    roles = ms.spec.template.roles
+    steps: dict[str, rollout.Step | None] = {}
+    units: dict[str, dict[int, rollout.Unit]] = {}
+    revs: dict[tuple[str, int], str] = {}
+    for role in roles:
+        want = role_template_hash(role)
+        units[role.name] = {}
+        for (role_name, index), pods in by_instance.items():
+            if role_name != role.name:
+                continue
+            live = [p for p in pods if not p.deleting and p.name not in deleting]
+            rev = revs[(role_name, index)] = _revision_of(pods)
+            defined = _defined(roles_for, rev, role)
+            expected = [PodId(group.ordinal, role.name, index, k) for k in range(defined.worker_replicas + 1)]
+            if faults.active("role-unchanged-recreated"):
+                outdated = any(p.revision != update_rev for p in pods)
+            else:
+                outdated = any(p.role_hash != want for p in pods)
+            units[role.name][index] = rollout.Unit(
+                id=index,
+                outdated=outdated,
+                ready=bool(live) and len(live) == len(pods) and group.ready(expected),
+                terminating=not live,
+                in_place=findings.enabled and not findings.group(rev, role.name),
+            )
+        steps[role.name] = rollout.step(list(units[role.name].values()), _role_pace(role))
+    strategy = ms.spec.rollout_strategy
+    coordinated = strategy.role_coordination if strategy else None
+    if coordinated is not None and not faults.active("coordination-ignored"):
+        _coordinate(coordinated, roles, units, steps)
+
+    patched: set[InstanceKey] = set()
+    instances: list[Instance] = []
+    for role in roles:
+        step = steps[role.name]
+        present = units[role.name]
+        for index in step.remove if step else []:
+            delete([p for p in by_instance[(role.name, index)] if not p.deleting], "role scale-down")
+        for index in step.recreate if step else []:
+            delete([p for p in by_instance[(role.name, index)] if not p.deleting], "rolling update")
+            what = f"role {role.name}-{index} of {where}"
+            out.events.append(Event("Normal", "RoleDeleting", f"recreating {what} at revision {update_rev}"))
+            if findings.enabled and not faults.active("no-fallback-event"):
+                out.events.append(_fallback_event(what, findings.group(revs[(role.name, index)], role.name)))
+        for index in step.patch if step else []:
+            patched.add((group.ordinal, role.name, index))
+            for pod in by_instance[(role.name, index)]:
+                if not pod.deleting:
+                    body = inplace.pod_patch(raw_by_name[pod.name], role, pod.pid, update_rev, now)
+                    out.patch_pods.append(PodPatch(pod.name, pod.uid, pod.resource_version, body, "in-place update"))
+            out.events.append(
+                Event("Normal", "InPlaceUpdating", f"updating role {role.name}-{index} of {where} in place")
+            )
+        for index, unit in present.items():  # unchanged Roles: the Pods stay, the label moves
+            if unit.outdated or unit.terminating or (group.ordinal, role.name, index) in patched:
+                continue
+            for pod in by_instance[(role.name, index)]:
+                if pod.revision != update_rev and not pod.deleting:
+                    body = {"metadata": {"uid": pod.uid, "labels": {LABEL_REVISION: update_rev}}}
+                    out.patch_pods.append(PodPatch(pod.name, pod.uid, pod.resource_version, body, "same template"))
+        ids = set(range(role.replicas)) if step is None else (set(present) - set(step.remove)) | set(step.create)
+        older = [revs[(role.name, i)] for i, u in present.items() if u.outdated]
+        for index in sorted(ids):
+            if index in present:
+                rev = revs[(role.name, index)]
+            elif step is not None and index in step.protected and older:
+                rev = Counter(older).most_common(1)[0][0]  # a protected instance comes back as it was
+            else:
+                rev = update_rev
+            instances.append((_defined(roles_for, rev, role), index, rev))
+    layout.set(group.ordinal, instances)
+    return patched
+
+
+def _coordinate(
+    coordinated: RoleCoordination,
+    roles: list[Role],
+    units: dict[str, dict[int, rollout.Unit]],
+    steps: dict[str, rollout.Step | None],
+) -> None:
+    """Hold back the starts roleCoordination does not allow yet (edits ``steps``)."""
+    progress: dict[str, coordination.RoleProgress] = {}
+    starts: dict[str, list[coordination.Start]] = {}
+    refills: dict[str, set[int]] = {}  # missing instances: recreated ones whose replacement is due
+    for role in roles:
+        present = units[role.name].values()
+        refills[role.name] = set(range(role.replicas)) - set(units[role.name])
+        pace = _role_pace(role)
+        progress[role.name] = coordination.RoleProgress(
+            replicas=role.replicas,
+            target_ready=sum(1 for u in present if not u.outdated and u.ready and not u.terminating),
+            headed=sum(1 for u in present if not u.outdated or u.terminating) + len(refills[role.name]),
+            old_ready=sum(1 for u in present if u.outdated and u.ready and not u.terminating),
+            outdated=sum(1 for u in present if u.outdated and not u.terminating),
+            spare=pace.replicas + pace.max_surge > 1,
+        )
+        step = steps[role.name]
+        if step is not None:
+            by_id = units[role.name]
+            starts[role.name] = [
+                coordination.Start(i, by_id[i].ready and by_id[i].outdated) for i in step.recreate + step.patch
+            ] + [coordination.Start(i, False) for i in step.create if i not in refills[role.name]]
+    allowed = coordination.allowed(coordinated, progress, starts)
+    for role in roles:
+        step = steps[role.name]
+        if step is not None:
+            ok = set(allowed.get(role.name, []))
+            step.recreate = [i for i in step.recreate if i in ok]
+            step.patch = [i for i in step.patch if i in ok]
+            step.create = [i for i in step.create if i in ok or i in refills[role.name]]
+
+
+def _choose_groups(groups: dict[int, Group], replicas: int, layout: Layout) -> tuple[set[int], list[Group]]:
     """(ordinals to keep or create, groups to remove)."""
-    existing = sorted(groups.values(), key=lambda g: _scale_down_order(g, roles_for(g.revision)))
+    existing = sorted(groups.values(), key=lambda g: _scale_down_order(g, layout.expected(g.ordinal)))
     victims: list[Group] = []
     while len(existing) - len(victims) > replicas:
         victims.append(existing[len(victims)])
@@ -1029,12 +1263,14 @@ def _status(
     kept: set[int],
     update_rev: str,
     current_rev: str,
-    roles_for: Any,
+    layout: Layout,
     now: dt.datetime,
 ) -> dict[str, Any]:
     present = [g for g in groups.values() if g.pods]
-    available = sum(1 for g in present if g.ordinal in kept and not g.terminating and g.ready(roles_for(g.revision)))
-    updated = sum(1 for g in present if g.revision == update_rev and not g.terminating)
+    available = sum(
+        1 for g in present if g.ordinal in kept and not g.terminating and g.ready(layout.expected(g.ordinal))
+    )
+    updated = sum(1 for g in present if not g.terminating and all(p.revision == update_rev for p in g.live_pods()))
     reported_current = current_rev if updated < ms.spec.replicas else update_rev
     current = sum(1 for g in present if g.revision == reported_current and not g.terminating)
     replicas = len(present)

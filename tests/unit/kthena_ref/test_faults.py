@@ -282,6 +282,28 @@ def probe_progress_deadline() -> list[str]:
     return sorted({reason for reason, _ in p.reports})
 
 
+def probe_role_unchanged() -> list[str]:
+    """RoleRollingUpdate, two Roles, only the first one's image changes: what the first step deletes."""
+    w = world(MS().role("a", 1, 0).role("b", 1, 0).rollout(type="RoleRollingUpdate").build())
+    w.ms = edit_spec(w.ms, set_image("engine:v2", role=0))
+    return deleted(w.plan())
+
+
+def probe_coordination() -> list[str]:
+    """maxSkew 25%: Role a (budget 4) may not run ahead of Role b (budget 1)."""
+    ms = MS().role("a", 4, 0).role("b", 4, 0).rollout(type="RoleRollingUpdate").build()
+
+    def change(spec: dict[str, Any]) -> None:
+        spec["template"]["roles"][0]["maxUnavailable"] = 4
+        spec["rolloutStrategy"]["roleCoordination"] = {"maxSkew": "25%"}
+        for role in spec["template"]["roles"]:
+            role["entryTemplate"]["spec"]["containers"][0]["image"] = "engine:v2"
+
+    w = world(ms)
+    w.ms = edit_spec(w.ms, change)
+    return deleted(w.plan())
+
+
 @dataclass(frozen=True)
 class Case:
     fault: str
@@ -370,6 +392,13 @@ CASES = [
     ),
     Case("surge-ignored", probe_rollout_first_step(max_unavailable=0, max_surge=1), ["+ms-4-r-0-0"], []),
     Case("partition-ignored", probe_rollout_first_step(partition=4), [], ["ms-3-r-0-0"]),
+    Case("role-unchanged-recreated", probe_role_unchanged, ["ms-0-a-0-0"], ["ms-0-a-0-0", "ms-0-b-0-0"]),
+    Case(
+        "coordination-ignored",
+        probe_coordination,
+        ["ms-0-a-3-0", "ms-0-b-3-0"],
+        ["ms-0-a-0-0", "ms-0-a-1-0", "ms-0-a-2-0", "ms-0-a-3-0", "ms-0-b-3-0"],
+    ),
     # InPlaceUpdate
     Case("in-place-ineligible-patched", probe_in_place_ineligible, (["ms-1-r-0-0"], []), ([], ["ms-1-r-0-0"])),
     Case(

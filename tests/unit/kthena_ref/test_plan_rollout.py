@@ -264,11 +264,6 @@ def test_role_replicas_scale_reaches_partition_protected_groups() -> None:
     assert revision(w.pods["ms-0-r-1-0"]) == old
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not built yet: RoleRollingUpdate belongs to the rollouts issue (issue 6); plan() only rolls "
-    "whole ServingGroups today",
-)
 def test_role_rolling_update_converges_to_the_update_revision() -> None:
     w = world(_ms(replicas=2, type="RoleRollingUpdate"))
     new = _updated(w)
@@ -366,7 +361,12 @@ def _groups_and_ready(w: World) -> tuple[int, int]:
     ready_groups = sum(
         1
         for pods in groups.values()
-        if all(c["status"] == "True" for p in pods for c in p.get("status", {}).get("conditions", []) if c["type"] == "Ready")
+        if all(
+            c["status"] == "True"
+            for p in pods
+            for c in p.get("status", {}).get("conditions", [])
+            if c["type"] == "Ready"
+        )
     )
     return len(groups), ready_groups
 
