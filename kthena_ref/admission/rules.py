@@ -190,6 +190,13 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Fie
                     if role_name not in names:
                         where = f"{at}.dependencies[{d}]." + ("role" if n == 0 else f"dependsOn[{n - 1}]")
                         errors.append(FieldError(where, f"{role_name!r} is not a Role of this ModelServing"))
+            cycle = _dependency_cycle(coordination.dependencies or [])
+            if cycle:
+                errors.append(
+                    FieldError(
+                        f"{at}.dependencies", f"dependencies form a cycle ({' -> '.join(cycle)}): no Role could start"
+                    )
+                )
         eviction = strategy.eviction_strategy
         if eviction is not None:
             at = "spec.rolloutStrategy.evictionStrategy"
@@ -214,3 +221,30 @@ def _check_intstr(value: int | str | None, field: str) -> list[FieldError]:
 def _intstr_error(exc: intstr.IntOrStringError) -> FieldError:
     field, _, reason = str(exc).partition(": ")
     return FieldError(field, reason)
+
+
+def _dependency_cycle(dependencies: list[Any]) -> list[str]:
+    """A cycle in the Role dependency graph (as a path that ends where it starts), or []."""
+    edges: dict[str, list[str]] = {}
+    for dep in dependencies:
+        edges.setdefault(dep.role, []).extend(dep.depends_on or [])
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(node: str, path: list[str]) -> list[str]:
+        state[node] = 1
+        for nxt in edges.get(node, []):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt] if nxt in path else [node, nxt]
+            if state.get(nxt) is None:
+                found = visit(nxt, [*path, nxt])
+                if found:
+                    return found
+        state[node] = 2
+        return []
+
+    for start in sorted(edges):
+        if state.get(start) is None:
+            found = visit(start, [start])
+            if found:
+                return found
+    return []
