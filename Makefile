@@ -48,7 +48,7 @@ catalog: venv
 	$(BIN)/kthena-conformance catalog --write
 
 lint: venv
-	$(BIN)/ruff check conformance kthena_ref tests bench
+	$(BIN)/ruff check conformance kthena_ref tests bench fake-devices
 	$(BIN)/mypy
 
 bench: binaries

@@ -97,6 +97,18 @@ def cluster() -> None:
     """Provision and inspect clusters (local is the embedded default)."""
 
 
+def device_pools(gpu_nodes: int | None, gpus: int, npu_nodes: int | None, npus: int) -> list[dict[str, Any]]:
+    """The node pools ``--gpu-nodes``/``--npu-nodes`` ask for, labelled for the fake DRA drivers."""
+    from fake_devices.drivers import GPU, NPU
+
+    pools = []
+    for key, nodes, count, shape in (("gpu", gpu_nodes, gpus, GPU), ("npu", npu_nodes, npus, NPU)):
+        if nodes is not None:
+            labels = {"conformance.kthena.io/accelerator": key, shape.count_label: str(count)}
+            pools.append(NodePool(name=key, count=nodes, labels=labels).model_dump())
+    return pools
+
+
 @cluster.command("up")
 @provider_options
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="cluster spec YAML")
@@ -104,6 +116,12 @@ def cluster() -> None:
 @click.option("--node-label", multiple=True, help="KEY=VALUE label on every node (repeatable)")
 @click.option("--node-taint", multiple=True, help="KEY[=VALUE]:EFFECT taint on every node (repeatable)")
 @click.option("--apiserver-port", type=int, default=None, help="fixed kube-apiserver port (default: a free one)")
+@click.option("--gpu-nodes", type=click.IntRange(0, 500), default=None, help="add a pool of N fake GPU nodes")
+@click.option("--gpus-per-node", type=click.IntRange(1, 128), default=4, show_default=True, help="GPUs per GPU node")
+@click.option("--npu-nodes", type=click.IntRange(0, 500), default=None, help="add a pool of N fake NPU nodes")
+@click.option(
+    "--npus-per-node", type=click.IntRange(1, 128), default=8, show_default=True, help="NPU chips per NPU node"
+)
 @click.option("--owner-pid", type=int, default=None, hidden=True, help="tear down when this process exits")
 def cluster_up(
     provider_name: str,
@@ -115,9 +133,16 @@ def cluster_up(
     node_label: tuple[str, ...],
     node_taint: tuple[str, ...],
     apiserver_port: int | None,
+    gpu_nodes: int | None,
+    gpus_per_node: int,
+    npu_nodes: int | None,
+    npus_per_node: int,
     owner_pid: int | None,
 ) -> None:
-    """Bring a cluster up and print its kubeconfig path."""
+    """Bring a cluster up and print its kubeconfig path.
+
+    ``--gpu-nodes``/``--npu-nodes`` add (or replace) node pools named ``gpu``/``npu`` labelled
+    with the fake DRA drivers' device counts; the local provider then runs those drivers."""
     try:
         spec = ClusterSpec.from_file(config_file) if config_file else ClusterSpec()
         overrides: dict[str, Any] = {}
@@ -133,6 +158,11 @@ def cluster_up(
             pool["labels"] = {**pool["labels"], **_parse_kv(node_label, "node-label")}
             pool["taints"] = [*pool["taints"], *_parse_taints(node_taint)]
             overrides["node_pools"] = [pool, *(p.model_dump() for p in spec.node_pools[1:])]
+        accelerators = device_pools(gpu_nodes, gpus_per_node, npu_nodes, npus_per_node)
+        if accelerators:
+            pools = overrides.get("node_pools") or [p.model_dump() for p in spec.node_pools]
+            names = {p["name"] for p in accelerators}
+            overrides["node_pools"] = [p for p in pools if p["name"] not in names] + accelerators
         spec = ClusterSpec.parse({**spec.model_dump(), **overrides}, source="cluster options")
         provider = get_provider(provider_name, kubeconfig=kubeconfig, context=context)
         info = provider.up(spec, progress=_progress_printer(), owner_pid=owner_pid)

@@ -94,6 +94,10 @@ class ClusterSpec(BaseModel):
     apiserver_port: int | None = Field(default=None, ge=1, le=65535)
     # kube-scheduler profiles besides default-scheduler; ModelServing defaults to "volcano".
     extra_scheduler_names: list[str] = Field(default_factory=lambda: ["volcano"])
+    # Run the fake DRA drivers (fake-devices/) whose device-count label some node pool carries
+    # (``gpu.example.com/device-count``, ``npu.example.com/device-count``): their DeviceClasses
+    # and ResourceSlice publishers. Only the local provider runs them; kind uses their DaemonSets.
+    fake_devices: bool = True
 
     @field_validator("extra_scheduler_names")
     @classmethod
@@ -121,6 +125,24 @@ class ClusterSpec(BaseModel):
 
     def node_names(self) -> list[str]:
         return [n for pool in self.node_pools for n in pool.node_names()]
+
+    def device_nodes(self) -> dict[str, list[str]]:
+        """Fake DRA driver key (``gpu``, ``npu``) -> the nodes whose pool labels give them at
+        least one device of it; empty when ``fake_devices`` is off. A label value that is not a
+        device count gives no devices (the publisher logs it)."""
+        from fake_devices.drivers import DRIVERS, parse_count
+
+        out: dict[str, list[str]] = {}
+        for key, shape in DRIVERS.items() if self.fake_devices else ():
+            nodes = [
+                n
+                for pool in self.node_pools
+                if shape.count_label in pool.labels and (parse_count(pool.labels[shape.count_label])[0] or 0) > 0
+                for n in pool.node_names()
+            ]
+            if nodes or any(shape.count_label in pool.labels for pool in self.node_pools):
+                out[key] = nodes
+        return out
 
     @classmethod
     def from_file(cls, path: Path) -> ClusterSpec:

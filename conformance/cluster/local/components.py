@@ -15,6 +15,7 @@ the control plane like the other components: :func:`dns_component`, :func:`coref
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 STAGES_FILE = Path(__file__).with_name("kwok-stages.yaml")
 CLUSTER_DOMAIN = "cluster.local"
 COREDNS_USER = "system:coredns"  # the CoreDNS client certificate's common name (its RBAC user)
+FAKE_DEVICES_USER = "fake-devices"  # the fake DRA drivers' publishers' identity (one certificate)
 APISERVER_SANS = (
     "127.0.0.1",
     "localhost",
@@ -377,6 +379,79 @@ COREDNS_RBAC: tuple[tuple[str, dict[str, Any]], ...] = (
         },
     ),
 )
+
+
+def fake_devices_files(layout: RunLayout, ports: Ports) -> dict[Path, str]:
+    """The fake DRA drivers' publishers' kubeconfig (their own client certificate)."""
+    return {
+        layout.component_kubeconfig("fake-devices"): kubeconfig_yaml(
+            f"https://127.0.0.1:{ports.apiserver}",
+            layout.pki / "ca.crt",
+            layout.pki / "fake-devices.crt",
+            layout.pki / "fake-devices.key",
+            context="fake-devices",
+        )
+    }
+
+
+def fake_devices_components(layout: RunLayout, drivers: list[str], *, python: str = sys.executable) -> list[Component]:
+    """One ResourceSlice publisher per fake DRA driver (``fake-devices publish``), started once the
+    Nodes exist; no health endpoint (the supervisor waits for the slices instead)."""
+    return [
+        Component(
+            f"fake-devices-{key}",
+            (
+                python,
+                "-m",
+                "fake_devices",
+                "publish",
+                f"--driver={key}",
+                f"--kubeconfig={layout.component_kubeconfig('fake-devices')}",
+                "--resync=10",
+            ),
+            after=("kube-apiserver",),
+        )
+        for key in drivers
+    ]
+
+
+def fake_devices_objects(drivers: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """What the publishers need before they start: least-privilege RBAC for their user (read
+    Nodes, own ResourceSlices: the rules of fake-devices/deploy/rbac.yaml) and the drivers'
+    DeviceClasses, as (collection path, object) pairs to POST."""
+    from fake_devices.drivers import get_driver
+
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    objects: list[tuple[str, dict[str, Any]]] = [
+        (
+            f"{rbac}/clusterroles",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": {"name": FAKE_DEVICES_USER},
+                "rules": [
+                    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+                    {
+                        "apiGroups": ["resource.k8s.io"],
+                        "resources": ["resourceslices"],
+                        "verbs": ["get", "list", "watch", "create", "update", "delete"],
+                    },
+                ],
+            },
+        ),
+        (
+            f"{rbac}/clusterrolebindings",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": FAKE_DEVICES_USER},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": FAKE_DEVICES_USER},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": FAKE_DEVICES_USER}],
+            },
+        ),
+    ]
+    objects += [("/apis/resource.k8s.io/v1/deviceclasses", get_driver(key).device_class()) for key in drivers]
+    return objects
 
 
 def node_manifest(

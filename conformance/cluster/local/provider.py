@@ -49,6 +49,13 @@ DNS_LINE = (
 )
 
 
+# Said when the fake DRA drivers run (a spec with device-count labels on some node pool).
+DEVICES_LINE = (
+    "DRA devices: fake GPU/NPU drivers (fake-devices/) publish one ResourceSlice per labelled node; "
+    "the real kube-scheduler allocates them, but no kubelet plugin prepares them (no containers run)"
+)
+
+
 # KTHENA_DNS=0 starts clusters without CoreDNS (and does not build it).
 DNS_ENV = "KTHENA_DNS"
 
@@ -307,6 +314,7 @@ class LocalProvider(Provider):
             )
         spec = ClusterSpec.model_validate_json(self.layout(name).spec.read_text())
         dns = state.get("dns")
+        devices = spec.device_nodes()
         versions = {"kubernetes": PINNED.kubernetes, "etcd": PINNED.etcd, "kwok": PINNED.kwok}
         return ClusterInfo(
             provider=self.name,
@@ -314,7 +322,8 @@ class LocalProvider(Provider):
             kubeconfig=Path(state["kubeconfig"]),
             context=None,
             kubernetes_version=PINNED.kubernetes,
-            simulates=tuple(DNS_LINE if line == NO_DNS and dns else line for line in self.simulates),
+            simulates=tuple(DNS_LINE if line == NO_DNS and dns else line for line in self.simulates)
+            + ((DEVICES_LINE,) if devices else ()),
             details={
                 "versions": {**versions, **({"coredns": COREDNS} if dns else {})},
                 "timings": state.get("timings", {}),
@@ -322,6 +331,7 @@ class LocalProvider(Provider):
                 "ports": state.get("ports", {}),
                 "run_dir": state.get("run_dir"),
                 **({"dns": dns} if dns else {}),
+                **({"fake_devices": devices} if devices else {}),
             },
         )
 

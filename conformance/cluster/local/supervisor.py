@@ -48,6 +48,7 @@ from .components import (
     APISERVER_SANS,
     COREDNS_RBAC,
     COREDNS_USER,
+    FAKE_DEVICES_USER,
     Component,
     Ports,
     RunLayout,
@@ -55,6 +56,9 @@ from .components import (
     config_files,
     dns_component,
     dns_files,
+    fake_devices_components,
+    fake_devices_files,
+    fake_devices_objects,
     node_manifests,
 )
 from .processes import free_ports, log_tail, port_in_use, spawn, stop_all
@@ -233,12 +237,46 @@ class Supervisor:
                 raise HarnessError(f"creating a Node failed: HTTP {resp.status} {resp.body[:300]!r}")
         self.wait_healthy(rest)
         self.timings["components_healthy"] = self.elapsed()
+        devices = self.spec.device_nodes()
+        if devices:
+            self.start_fake_devices(api, list(devices))
         self.wait_for(
             "all nodes Ready and the default ServiceAccount",
             lambda: self.nodes_ready(api, names) and self.sa_ready(api),
         )
+        if devices:
+            self.wait_for(
+                "the fake DRA drivers' ResourceSlices on every device node",
+                lambda: self.slices_published(api, devices),
+            )
+            self.timings["devices_published"] = self.elapsed()
         self.timings["ready"] = self.elapsed()
         return ports
+
+    def start_fake_devices(self, api: RestClient, drivers: list[str]) -> None:
+        """RBAC and DeviceClasses for the fake DRA drivers, then one publisher per driver."""
+        self.emit("progress", message="starting the fake DRA drivers: " + ", ".join(drivers))
+        for path, body in fake_devices_objects(drivers):
+            resp = api.post(path, body)
+            if resp.status not in (201, 409):
+                raise HarnessError(f"creating {body['kind']} {body['metadata']['name']} failed: HTTP {resp.status}")
+        for comp in fake_devices_components(self.layout, drivers):
+            self.plan[comp.name] = comp
+            self.launch(comp)
+
+    @staticmethod
+    def slices_published(api: RestClient, devices: dict[str, list[str]]) -> bool:
+        """True once every device node has its slice from each of its drivers."""
+        from fake_devices.drivers import get_driver
+
+        resp = api.get("/apis/resource.k8s.io/v1/resourceslices")
+        if resp.status != 200:
+            return False
+        data = resp.json()
+        assert isinstance(data, dict)
+        have = {(s["spec"].get("driver"), s["spec"].get("nodeName")) for s in data.get("items") or []}
+        want = {(get_driver(key).driver, node) for key, nodes in devices.items() for node in nodes}
+        return want <= have
 
     @staticmethod
     def grant_coredns(api: RestClient) -> None:
@@ -280,6 +318,9 @@ class Supervisor:
         ca.issue("kwok", common_name="kwok-controller", organization="system:masters", client=True)
         service_account_keys(self.layout.pki)
         files = config_files(self.layout, self.spec, ports)
+        if self.spec.device_nodes():
+            ca.issue("fake-devices", common_name=FAKE_DEVICES_USER, client=True)
+            files.update(fake_devices_files(self.layout, ports))
         if self.coredns is not None:
             ca.issue("coredns", common_name=COREDNS_USER, client=True)
             files.update(dns_files(self.layout, ports))

@@ -22,9 +22,7 @@ def _new(*ids: int, ready: bool = True) -> list[Unit]:
     [
         pytest.param(_new(0, 1, 2), Pace(3, 1), None, id="nothing-outdated-no-rollout"),
         pytest.param(_old(0, 1), Pace(2, 1, partition=2), None, id="everything-protected-no-rollout"),
-        pytest.param(
-            _old(0, 1, 2, 3), Pace(4, 1), Step(frozenset(), recreate=[3]), id="one-at-a-time-highest-first"
-        ),
+        pytest.param(_old(0, 1, 2, 3), Pace(4, 1), Step(frozenset(), recreate=[3]), id="one-at-a-time-highest-first"),
         pytest.param(_old(0, 1, 2, 3), Pace(4, 2), Step(frozenset(), recreate=[3, 2]), id="two-at-a-time"),
         pytest.param(
             _old(0, 1, 2, 3), Pace(4, 1, partition=2), Step(frozenset({0, 1}), recreate=[3]), id="partition-protects"
@@ -54,7 +52,10 @@ def _new(*ids: int, ready: bool = True) -> list[Unit]:
             id="not-ready-outdated-first-and-counted",
         ),
         pytest.param(
-            _old(0, 1, 2, 3, in_place=True), Pace(4, 1, max_surge=1), Step(frozenset(), patch=[3]), id="in-place-no-surge"
+            _old(0, 1, 2, 3, in_place=True),
+            Pace(4, 1, max_surge=1),
+            Step(frozenset(), patch=[3]),
+            id="in-place-no-surge",
         ),
         pytest.param(
             _old(0, 1, 2, 3, in_place=True),

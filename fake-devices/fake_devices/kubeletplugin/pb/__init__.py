@@ -1,0 +1,1 @@
+"""Generated gRPC and protobuf modules (see fake-devices/proto/README.md). Do not edit."""
