@@ -8,16 +8,28 @@ instance and revision in labels), so a restarted controller picks up exactly whe
 One reconcile, in order:
 
 1. revisions: the update revision is the hash of the current roles; older ones come from
-   ControllerRevisions, so groups at an old revision can still be rebuilt from it;
+   ControllerRevisions, so groups (or Role instances) at an old revision can still be rebuilt
+   from it;
 2. recovery: an error Pod (Failed, or restarted and not Ready) past ``restartGracePeriodSeconds``,
    or a Pod deleted behind our back, rebuilds its ServingGroup (``ServingGroupRecreate``), its Role
-   instance (``RoleRecreate``) or only itself (``None``);
-3. scale: keep ``spec.replicas`` ServingGroups; add the lowest missing ordinals, remove not-ready
-   groups first, then the lowest summed pod-deletion-cost, then the highest ordinal;
-4. rollout (ServingGroupRollingUpdate, Recreate): recreate outdated groups above the partition,
-   highest ordinal first, within the maxUnavailable budget;
-5. create every missing Pod of every kept group whose members are not still terminating;
-6. ControllerRevisions (history limit counts only non-live revisions), PodGroups, status.
+   instance (``RoleRecreate``) or only itself (``None``); a Pod updated in place is followed by
+   :func:`_in_place_progress` instead (its restarts are the update) until it arrives or its
+   ``progressDeadlineSeconds`` pass;
+3. scale and rollout: under ``ServingGroupRollingUpdate`` one :func:`.rollout.step` over the
+   ServingGroups decides which outdated groups are recreated or patched in place (within
+   maxUnavailable), which new ones are created (within maxSurge) and which the partition protects;
+   without outdated groups, plain scaling keeps ``spec.replicas`` groups (add the lowest missing
+   ordinals, remove not-ready first, then the lowest summed pod-deletion-cost, then the highest
+   ordinal). Under ``RoleRollingUpdate`` groups only scale and every group rolls each Role's
+   instances with the Role's own budget (:func:`_role_rollout`), filtered by roleCoordination
+   (:mod:`.coordination`). The :class:`Layout` records which Role instances each group should
+   have and the revision each is built from;
+4. create every missing Pod of every kept group whose members are not still terminating;
+5. ControllerRevisions (history limit counts only non-live revisions), PodGroups, status.
+
+In-place updates (``updateMethod: InPlace``) are decided per unit by :mod:`.eligibility`: an
+image-only change is an image patch (:mod:`.inplace`), anything else falls back to recreate with
+an ``InPlaceUpdateFallback`` Event that lists why.
 
 Deletion identity. Every deletion is an intent on a Role instance that remembers the UIDs it
 meant to delete and the UIDs the instance had when it decided (:class:`PendingDeletion`); retries
