@@ -54,6 +54,8 @@ lint: venv
 bench: binaries
 	$(BIN)/python -m bench.cluster_bench
 	$(BIN)/python -m bench.controller_bench
+	$(BIN)/python -m bench.rollout_bench
+	$(BIN)/python -m bench.dra_bench
 	$(BIN)/python -m bench.suite_bench
 
 clean:

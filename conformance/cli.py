@@ -325,6 +325,19 @@ def binaries_path() -> None:
 @click.option("--dry-run", is_flag=True, help="list what would run, run nothing")
 @click.option("--reference-fault", "reference_faults", multiple=True, hidden=True, help="self-validation only")
 @click.option("--controller-log", type=click.Path(dir_okay=False, path_type=Path), help="external: its log (evidence)")
+@click.option(
+    "--capabilities",
+    "capability_files",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="accelerator capability file of a DRA driver to certify (repeatable; the Accelerators profile)",
+)
+@click.option(
+    "--fake-devices",
+    is_flag=True,
+    help="certify the fake GPU and NPU drivers with their shipped capability files (embedded cluster)",
+)
+@click.option("--fake-devices-fault", "fake_device_faults", multiple=True, hidden=True, help="self-validation only")
 def run_command(
     provider_name: str,
     name: str,
@@ -349,6 +362,9 @@ def run_command(
     dry_run: bool,
     reference_faults: tuple[str, ...],
     controller_log: Path | None,
+    capability_files: tuple[Path, ...],
+    fake_devices: bool,
+    fake_device_faults: tuple[str, ...],
 ) -> None:
     """Provision a cluster, deploy the implementation, run the suite, write the report.
 
@@ -384,6 +400,9 @@ def run_command(
         dry_run=dry_run,
         reference_faults=list(reference_faults),
         controller_log=controller_log,
+        capabilities=list(capability_files),
+        fake_devices=fake_devices,
+        fake_device_faults=list(fake_device_faults),
     )
     result = run_suite(options, progress=_progress_printer())
     report = result.report
@@ -406,6 +425,32 @@ def run_command(
         click.echo(f"  note: {note[:500]}", err=True)
     click.echo(f"verdict: {report['verdict']}; report: {', '.join(str(p) for p in result.paths)}", err=True)
     sys.exit(result.exit_code)
+
+
+@main.group("capabilities")
+def capabilities_group() -> None:
+    """Accelerator capability files (what a DRA driver's vendor declares)."""
+
+
+@capabilities_group.command("check")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+def capabilities_check(files: tuple[Path, ...]) -> None:
+    """Validate capability files. Exit 0 valid, 1 with one line per problem (file:line: field: reason)."""
+    from .framework.capabilities import CapabilityFileError, load_all
+
+    try:
+        loaded = load_all(files)
+    except CapabilityFileError as exc:
+        for line in exc.problems:
+            click.secho(f"error: {line}", fg="red", err=True)
+        sys.exit(1)
+    for caps in loaded:
+        classes = ", ".join(
+            f"{c.name} ({c.level}, {len(c.attributes)} attributes, "
+            f"{'exactly' if c.nodes.devices_per_node else 'at least'} {c.nodes.fewest_devices} per node)"
+            for c in caps.device_classes
+        )
+        click.echo(f"{caps.path}: valid: driver {caps.driver} by {caps.vendor}; DeviceClasses: {classes}")
 
 
 @main.command("catalog")

@@ -22,6 +22,7 @@ Exit codes: 0 every selected profile succeeded; 1 a profile is failure, partial 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -30,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,6 +87,11 @@ class RunOptions:
     reference_faults: list[str] = field(default_factory=list)  # self-validation only
     controller_log: Path | None = None  # external: the implementation's log, for evidence
     pytest_args: list[str] = field(default_factory=list)
+    # Accelerators: capability files of the DRA drivers to certify; --fake-devices adds the fake
+    # drivers' shipped files; fake_device_faults break the fake drivers (self-validation only).
+    capabilities: list[Path] = field(default_factory=list)
+    fake_devices: bool = False
+    fake_device_faults: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -299,12 +306,15 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
         "notes": [],
     }
     result = RunResult(data)
+    from .framework.capabilities import CapabilityFileError, effective_support
+
     try:
-        support = _support(options)
+        capabilities, options = _accelerators(options, data)
+        support = effective_support(_support(options), capabilities)
         selection = Selection.parse(options.profiles, options.features, options.ids, include_slow=not options.skip_slow)
         selection.check_ids(behaviours)
         timeouts = Timeouts.from_options(options.timeout_scale, options.timeouts)
-    except (SupportFileError, SelectionError, TimeoutConfigError) as exc:
+    except (SupportFileError, SelectionError, TimeoutConfigError, CapabilityFileError) as exc:
         data["error"] = {"message": str(exc), "hint": "see `kthena-conformance run --help`"}
         result.exit_code = EXIT_USAGE
         return _finish(result, options, started)
@@ -334,11 +344,13 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
     try:
         _clean(report_dir)
         progress(f"bringing up the {options.provider_name} cluster")
-        info = provider.up(
-            ClusterSpec(name=options.cluster_name or f"conformance-{os.getpid()}"),
-            progress=progress,
-            owner_pid=options.cluster_owner_pid if options.keep_cluster else os.getpid(),
-        )
+        spec = ClusterSpec(name=options.cluster_name or f"conformance-{os.getpid()}")
+        if capabilities and options.provider_name in ("local", "kind"):
+            spec = spec.model_copy(update={"node_pools": [*spec.node_pools, *device_pools(capabilities)]})
+        with _fake_device_faults(options.fake_device_faults):
+            info = provider.up(
+                spec, progress=progress, owner_pid=options.cluster_owner_pid if options.keep_cluster else os.getpid()
+            )
         data["cluster"] = info.as_report()
         controller_log = options.controller_log
         if options.implementation == "reference":
@@ -387,6 +399,136 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
                 provider.down(info.name)
             _finish(result, options, started)
     return result
+
+
+# -- accelerators ------------------------------------------------------------------------------------
+
+
+def fake_capability_files() -> list[Path]:
+    """The fake drivers' shipped capability files (``fake-devices/capabilities/*.yaml``)."""
+    import fake_devices
+
+    return sorted((Path(fake_devices.__file__).resolve().parent.parent / "capabilities").glob("*.yaml"))
+
+
+def _accelerators(options: RunOptions, data: dict[str, Any]) -> tuple[list[Any], RunOptions]:
+    """Load the capability files and decide what the Accelerators profile can do on this run.
+
+    Returns the capabilities and the options to run with: without a capability file, a run that
+    names no profile covers every profile but Accelerators (there is no driver to certify), and
+    one that asks for Accelerators is refused. The fake drivers run only where the harness makes
+    the cluster (local; kind gets the labelled nodes, its DaemonSets are deployed by the user)."""
+    import dataclasses
+
+    from fake_devices.drivers import DRIVERS, FAULT_ENV, parse_faults
+
+    from .framework.capabilities import CapabilityFileError, load_all
+    from .framework.features import PROFILES
+
+    files = list(options.capabilities)
+    if options.fake_devices:
+        shipped = fake_capability_files()
+        if not shipped:
+            raise CapabilityFileError(
+                "--fake-devices: the fake drivers' capability files (fake-devices/capabilities/*.yaml) are not "
+                "installed; pass them with --capabilities FILE"
+            )
+        files += [f for f in shipped if f.resolve() not in {p.resolve() for p in files}]
+    capabilities = load_all(files)
+    try:
+        parse_faults(",".join(options.fake_device_faults))
+    except ValueError as exc:
+        raise CapabilityFileError(f"--fake-devices-fault: {exc}") from None
+    fake = {shape.driver for shape in DRIVERS.values()}
+    if options.provider_name == "local":
+        for caps in capabilities:
+            if caps.driver not in fake:
+                raise CapabilityFileError(
+                    f"{caps.path}: driver {caps.driver!r} cannot run on the embedded (local) cluster, which runs only "
+                    f"the fake drivers ({', '.join(sorted(fake))}); certify it on a real cluster with --provider "
+                    "existing --kubeconfig FILE (or kind)"
+                )
+    elif options.fake_device_faults:
+        raise CapabilityFileError(
+            f"--fake-devices-fault ({FAULT_ENV}) breaks the fake drivers the embedded cluster runs; "
+            f"the {options.provider_name} provider's drivers are deployed outside the harness"
+        )
+    if options.fake_device_faults and not any(c.driver in fake for c in capabilities):
+        raise CapabilityFileError("--fake-devices-fault needs a fake driver's capability file (or --fake-devices)")
+    profiles = list(options.profiles)
+    if not capabilities:
+        asked = {p.strip().casefold() for v in profiles for p in v.split(",")}
+        asked_features = {f.strip().casefold() for v in options.features for f in v.split(",")}
+        if "accelerators" in asked or "accelerators" in asked_features:
+            raise CapabilityFileError(
+                "the Accelerators profile certifies a DRA driver against its capability file: pass "
+                "--capabilities FILE (repeatable), or --fake-devices for the fake GPU and NPU drivers"
+            )
+        if not profiles:
+            profiles = [name for name in PROFILES if name != "Accelerators"]
+            data["notes"].append(
+                "the Accelerators profile was not selected: no capability file was given (--capabilities FILE, "
+                "or --fake-devices for the fake drivers)"
+            )
+    else:
+        data["accelerators"] = {
+            "capabilities": [c.as_report() for c in capabilities],
+            "fakeDevices": options.provider_name == "local" or options.fake_devices,
+            "faults": sorted(set(options.fake_device_faults)),
+            "warnings": [],
+        }
+    return capabilities, dataclasses.replace(options, capabilities=files, profiles=profiles)
+
+
+# Label on the embedded cluster's device node pools (as `cluster up --gpu-nodes` sets it).
+ACCELERATOR_LABEL = "conformance.kthena.io/accelerator"
+FAKE_POOL_NODES = 2
+
+
+def device_pools(capabilities: list[Any]) -> list[Any]:
+    """Node pools for the fake drivers' device classes: the selector's labels plus the driver's
+    device-count label (the declared count), tainted as the tolerations say; at least
+    :data:`FAKE_POOL_NODES` nodes (or the declared ``minNodes``). Pure."""
+    from fake_devices.drivers import DRIVERS
+
+    from .cluster.spec import NodePool, Taint
+
+    shapes = {shape.driver: shape for shape in DRIVERS.values()}
+    pools: list[NodePool] = []
+    for caps in capabilities:
+        shape = shapes.get(caps.driver)
+        if shape is None:
+            continue
+        for i, cls in enumerate(caps.device_classes):
+            labels = {ACCELERATOR_LABEL: shape.key, **cls.nodes.selector}
+            labels.setdefault(shape.count_label, str(cls.nodes.fewest_devices))
+            taints = [
+                Taint(key=t.key, value=t.value or "", effect=t.effect)
+                for t in cls.nodes.tolerations
+                if t.key and t.effect
+            ]
+            name = f"accel-{shape.key}" + (f"-{i}" if i else "")
+            count = max(FAKE_POOL_NODES, cls.nodes.min_nodes)
+            pools.append(NodePool(name=name, count=count, labels=labels, taints=taints))
+    return pools
+
+
+@contextlib.contextmanager
+def _fake_device_faults(faults: list[str]) -> Iterator[None]:
+    """Set ``FAKE_DEVICES_FAULT`` while the cluster starts (the fake drivers' publishers inherit
+    the environment through the cluster's supervisor), and restore it afterwards."""
+    from fake_devices.drivers import FAULT_ENV
+
+    saved = os.environ.get(FAULT_ENV)
+    if faults:
+        os.environ[FAULT_ENV] = ",".join(faults)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(FAULT_ENV, None)
+        else:
+            os.environ[FAULT_ENV] = saved
 
 
 def _in_pass(b: Any, pass_name: str) -> bool:
@@ -455,6 +597,7 @@ def _pytest_base(
         args.append("--skip-slow")
     if controller_log is not None:
         args += ["--controller-log", str(controller_log)]
+    args += [f"--capabilities={p.resolve()}" for p in options.capabilities]
     return [*args, *options.pytest_args]
 
 
@@ -518,6 +661,9 @@ def _assemble(
             data["run"].setdefault("interruption", f"the {payload['pass']} pass was interrupted")
         if payload.get("crashed"):
             data["notes"].append(f"the {payload['pass']} pass ended abnormally: {payload['crashed'][-800:]}")
+        if payload.get("warnings") and data.get("accelerators") is not None:
+            for bid, text in sorted(payload["warnings"].items()):
+                data["accelerators"]["warnings"].append(f"{bid}: {text}")
     interrupted = bool(data["run"].get("interrupted"))
     profiles = [p for p in PROFILES.values() if not selection.profiles or p.name in selection.profiles]
     wanted = {f for p in profiles for f in p.features}

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from .capabilities import Capabilities, CapabilityFileError, effective_support, load_all
 from .catalog import Behaviour, register_markers
 from .features import SelectionError
 from .outcomes import Outcome, TestResult, classify, combine, not_supported
@@ -55,6 +56,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--controller-log", default=None, help="the implementation's log file (evidence)")
     g.addoption("--run-id", default=None, help="label every test namespace with this run id")
     g.addoption("--suite-pass", choices=["all", "parallel", "serial"], default="all", help="which tests this pass runs")
+    g.addoption(
+        "--capabilities",
+        action="append",
+        default=[],
+        help="an accelerator capability file (repeatable): the Accelerators profile certifies its DRA driver",
+    )
 
 
 class SuiteState:
@@ -76,7 +83,9 @@ class SuiteState:
             self.selection = Selection.parse(
                 opt("--profile"), opt("--feature"), opt("behaviour_ids"), include_slow=not opt("--skip-slow")
             )
-        except (SupportFileError, SelectionError, TimeoutConfigError) as exc:
+            self.capabilities: list[Capabilities] = load_all(Path(p) for p in opt("--capabilities"))
+            self.support = effective_support(self.support, self.capabilities)
+        except (SupportFileError, SelectionError, TimeoutConfigError, CapabilityFileError) as exc:
             raise pytest.UsageError(str(exc)) from None
         self.pass_name: str = opt("--suite-pass")
         self.keep: str = opt("--keep")
@@ -172,12 +181,28 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if props.get(f"message:{report.when}"):
         entry["messages"].append(f"{report.when}: {props[f'message:{report.when}']}")
     entry["duration"] += float(report.duration)
-    for key in ("behaviour", "evidence"):
+    for key in ("behaviour", "evidence", WARNINGS, NOTES):
         if props.get(key):
             entry[key] = props[key]
 
 
 _CONFIG: dict[str, pytest.Config] = {}
+# A user property a test sets to report SHOULD-level findings (warnings) without failing: carried
+# into its result's message and the pass's results file (the runner puts them in the report).
+WARNINGS = "warnings"
+NOTES = "notes"  # what a test observed and the report should show (e.g. the scheduler's reason)
+
+
+def record_warnings(item: pytest.Item, warnings: list[str]) -> None:
+    """Report ``warnings`` (SHOULD-level findings) for the test ``item`` without failing it."""
+    if warnings:
+        item.user_properties.append((WARNINGS, "; ".join(warnings)))
+
+
+def record_notes(item: pytest.Item, notes: list[str]) -> None:
+    """Put ``notes`` (observations, never a verdict) in the test's report message."""
+    if notes:
+        item.user_properties.append((NOTES, "; ".join(notes)))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -196,11 +221,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
     collect()  # the controlling process of an xdist run never imported the test modules
     results = []
+    warnings: dict[str, str] = {}
     for nodeid, entry in state.results.items():
         bid = entry.get("behaviour")
         b = REGISTRY.get(bid) if bid else None
         if b is None:
             continue
+        if entry.get(WARNINGS):
+            warnings[b.id] = str(entry[WARNINGS])
+            entry["messages"].append(f"warnings: {entry[WARNINGS]}")
+        if entry.get(NOTES):
+            entry["messages"].append(f"observed: {entry[NOTES]}")
         results.append(
             TestResult(
                 id=b.id,
@@ -223,6 +254,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "startedAt": state.started,
         "finishedAt": time.time(),
         "results": results,
+        "warnings": warnings,
     }
     tmp = state.results_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(payload, indent=1))
@@ -350,3 +382,10 @@ def manifest() -> Any:
         return dict(copy.deepcopy(cache[name]))
 
     return load
+
+
+@pytest.fixture(scope="session")
+def capabilities(suite: SuiteState) -> list[Capabilities]:
+    """The accelerator capability files given with ``--capabilities`` (validated). Accelerators
+    tests never run without one: they are reported not-supported at collection."""
+    return list(suite.capabilities)

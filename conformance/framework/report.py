@@ -11,7 +11,9 @@ Top level (camelCase on disk): ``schemaVersion``, ``kind``, ``suite`` {name, ver
 ``run`` {id, startedAt, finishedAt, durationSeconds, interrupted, interruption, command,
 selection {profiles, features, ids}, keep, timeouts}, ``implementation`` (``Support.as_report()``
 plus deployedBy/log), ``cluster``, ``preflight`` [{name, result, message}], ``profiles``,
-``tests``, ``verdict``, ``error`` {message, hint}, ``notes``, ``exitCode``.
+``tests``, ``verdict``, ``error`` {message, hint}, ``notes``, ``exitCode``, and ``accelerators``
+{capabilities [{file, sha256, vendor, driver, driverVersion, deviceClasses}], fakeDevices, faults,
+warnings} when the Accelerators profile had capability files.
 """
 
 from __future__ import annotations
@@ -131,6 +133,27 @@ class TestEntry(_Model):
     evidence: str | None = None
 
 
+class CapabilityFileInfo(_Model):
+    """One accelerator capability file the run certified a DRA driver against."""
+
+    file: str
+    sha256: str
+    vendor: str
+    driver: str
+    driver_version: str | None = None
+    device_classes: list[dict[str, str]] = Field(default_factory=list)
+
+
+class AcceleratorsInfo(_Model):
+    """The Accelerators profile's inputs: the drivers and their capability files, whether the
+    harness ran the fake drivers (and any self-validation fault), and SHOULD-level warnings."""
+
+    capabilities: list[CapabilityFileInfo] = Field(default_factory=list)
+    fake_devices: bool = False
+    faults: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
 class Report(_Model):
     schema_version: Literal["conformance.kthena.io/report/v1"] = SCHEMA_VERSION
     kind: Literal["ConformanceReport"] = KIND
@@ -145,6 +168,7 @@ class Report(_Model):
     error: ErrorInfo | None = None
     notes: list[str] = Field(default_factory=list)
     exit_code: int | None = None
+    accelerators: AcceleratorsInfo | None = None
 
     def as_data(self) -> dict[str, Any]:
         """Plain JSON-compatible data, camelCase keys: exactly what both files hold."""
@@ -264,6 +288,7 @@ def verify(path: Path, *, digest: str | None = None, catalog: Iterable[Behaviour
                 )
         _profile_problems(report, results, support, problems)
 
+    _accelerator_problems(report, problems)
     preflight_ok = all(c.result != "missing" for c in report.preflight)
     complete = report.error is None and preflight_ok and not report.run.interrupted
     if complete and report.run.selection.everything:
@@ -369,6 +394,21 @@ def _completeness_problems(report: Report, behaviours: dict[str, Behaviour], pro
                 f"profile {name} was selected but {len(missing)} of its {len(expected)} catalog tests are missing "
                 f"from the report: {shown}"
             )
+
+
+def _accelerator_problems(report: Report, problems: list[str]) -> None:
+    """A certification names what it certified: Accelerators tests that ran need the driver(s)
+    and capability file(s) in the report."""
+    ran = [
+        t.id
+        for t in report.tests
+        if t.profile == "Accelerators" and t.outcome in (Outcome.PASSED, Outcome.NON_CONFORMANT, Outcome.ERROR)
+    ]
+    if ran and (report.accelerators is None or not report.accelerators.capabilities):
+        problems.append(
+            f"{len(ran)} Accelerators test(s) ran but the report names no driver and capability file "
+            "(accelerators.capabilities)"
+        )
 
 
 def _as_result(entry: ProfileEntry) -> ProfileResult:

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .drivers import DRIVERS, get_driver
+from .drivers import DRIVERS, FAULT_ENV, FAULTS, get_driver, parse_faults
 
 log = logging.getLogger("fake_devices")
 
@@ -51,8 +51,16 @@ def cmd_publish(args: argparse.Namespace) -> int:
     from .publisher import KubeApi, Publisher
 
     shape = get_driver(args.driver)
+    try:
+        faults = parse_faults(",".join(args.fault) if args.fault else os.environ.get(FAULT_ENV))
+    except ValueError as exc:
+        log.error("--fault / %s: %s", FAULT_ENV, exc)
+        return 2
     stop = stop_event()
-    publisher = Publisher(shape, KubeApi(api_client(args.kubeconfig, args.context), shape), resync=args.resync)
+    api = KubeApi(api_client(args.kubeconfig, args.context), shape)
+    publisher = Publisher(shape, api, resync=args.resync, faults=faults)
+    if faults:
+        log.warning("SELF-VALIDATION FAULTS ON (a broken variant): %s", ", ".join(sorted(faults)))
     log.info("publishing %s devices for nodes labelled %s", shape.driver, shape.count_label)
     publisher.run(stop)
     return 0
@@ -103,6 +111,12 @@ def parser() -> argparse.ArgumentParser:
     pub = sub.add_parser("publish", help="keep one ResourceSlice per labelled node in sync")
     kube_options(pub)
     pub.add_argument("--resync", type=float, default=30.0, help="full resync period in seconds (default 30)")
+    pub.add_argument(
+        "--fault",
+        action="append",
+        choices=sorted(FAULTS),
+        help=f"self-validation only: publish a broken variant (repeatable; default: ${FAULT_ENV})",
+    )
     pub.set_defaults(func=cmd_publish)
 
     plug = sub.add_parser("kubelet-plugin", help="serve the kubelet's Registration and DRAPlugin gRPC services")

@@ -137,6 +137,24 @@ def get_driver(key: str) -> DriverShape:
         raise ValueError(f"unknown driver {key!r}: choose one of {', '.join(DRIVERS)}") from None
 
 
+# Self-validation only: deliberately broken variants of the fake drivers, so the conformance suite's
+# Accelerators profile can be shown to fail on the right behaviour. Switched on for a publisher with
+# ``--fault NAME`` or the environment variable (comma-separated names); never on by default.
+FAULT_ENV = "FAKE_DEVICES_FAULT"
+FAULTS: dict[str, str] = {
+    "device-count-off-by-one": "every served node publishes one device fewer than its count label asks for",
+}
+
+
+def parse_faults(value: str | None) -> frozenset[str]:
+    """The fault names in ``value`` (comma-separated); ValueError naming an unknown one."""
+    names = frozenset(n.strip() for n in (value or "").split(",") if n.strip())
+    unknown = sorted(names - FAULTS.keys())
+    if unknown:
+        raise ValueError(f"unknown fault(s) {', '.join(unknown)} (known: {', '.join(FAULTS)})")
+    return names
+
+
 def parse_count(value: str | None) -> tuple[int | None, str | None]:
     """The device count a label value asks for, or the reason it is rejected.
 

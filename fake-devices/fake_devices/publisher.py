@@ -127,8 +127,13 @@ def _generation(obj: Obj) -> int:
     return gen if isinstance(gen, int) else 0
 
 
-def served_nodes(shape: DriverShape, nodes: Iterable[Obj]) -> tuple[dict[str, tuple[Obj, int]], list[tuple[str, str]]]:
-    """The nodes that should have devices (name -> (node, count)) and the rejected label values."""
+def served_nodes(
+    shape: DriverShape, nodes: Iterable[Obj], faults: frozenset[str] = frozenset()
+) -> tuple[dict[str, tuple[Obj, int]], list[tuple[str, str]]]:
+    """The nodes that should have devices (name -> (node, count)) and the rejected label values.
+
+    ``faults`` (self-validation only, see :data:`.drivers.FAULTS`): ``device-count-off-by-one``
+    publishes one device fewer per node."""
     served: dict[str, tuple[Obj, int]] = {}
     problems: list[tuple[str, str]] = []
     for node in nodes:
@@ -141,13 +146,16 @@ def served_nodes(shape: DriverShape, nodes: Iterable[Obj]) -> tuple[dict[str, tu
         if problem is not None:
             problems.append((name, f"label {shape.count_label}={value!r}: {problem}; publishing no devices"))
         elif count:
-            served[name] = (node, count)
+            if "device-count-off-by-one" in faults:
+                count -= 1
+            if count:
+                served[name] = (node, count)
     return served, problems
 
 
-def plan(shape: DriverShape, nodes: Iterable[Obj], slices: Iterable[Obj]) -> Plan:
+def plan(shape: DriverShape, nodes: Iterable[Obj], slices: Iterable[Obj], faults: frozenset[str] = frozenset()) -> Plan:
     """What to create, update and delete so ``slices`` (this driver's) match ``nodes`` (pure)."""
-    served, problems = served_nodes(shape, nodes)
+    served, problems = served_nodes(shape, nodes, faults)
     out = Plan(problems=problems)
     by_pool: dict[str, list[Obj]] = {}
     for s in slices:
@@ -254,8 +262,17 @@ class Publisher:
     """List, plan, apply; then wait for a watch event or the resync period. Never raises from
     :meth:`run` for API trouble: it logs and retries with a capped backoff until ``stop`` is set."""
 
-    def __init__(self, shape: DriverShape, api: KubeApi, *, resync: float = 30.0, debounce: float = 0.05) -> None:
+    def __init__(
+        self,
+        shape: DriverShape,
+        api: KubeApi,
+        *,
+        resync: float = 30.0,
+        debounce: float = 0.05,
+        faults: frozenset[str] = frozenset(),
+    ) -> None:
         self.shape = shape
+        self.faults = faults
         self.api = api
         self.resync = resync
         self.debounce = debounce
@@ -267,7 +284,7 @@ class Publisher:
         """One round: list nodes and slices, plan, apply. API errors propagate (the loop retries)."""
         nodes = self.api.list_nodes()
         slices = self.api.list_slices()
-        todo = plan(self.shape, nodes, slices)
+        todo = plan(self.shape, nodes, slices, self.faults)
         self._report(todo.problems)
         for name in todo.deletes:
             log.info("%s: deleting ResourceSlice %s", self.shape.driver, name)

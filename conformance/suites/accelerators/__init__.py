@@ -1,0 +1,1 @@
+"""Accelerators: a DRA driver certified against its vendor's capability file."""

@@ -1,0 +1,129 @@
+"""The Accelerators profile end to end: the fake GPU and NPU drivers certified against their
+shipped capability files, and a broken variant of them caught on the right behaviour.
+
+1. ``--fake-devices`` on the embedded cluster: the runner adds GPU and NPU node pools shaped by
+   the capability files (plus the default worker nodes, which carry no device label), the fake
+   drivers publish, the reference controller runs the ModelServings, every Accelerators behaviour
+   passes, the report names both drivers and their files and verifies, and the publishers are
+   still alive (no crash on the unlabelled nodes).
+2. Self-validation: the same with ``FAKE_DEVICES_FAULT=device-count-off-by-one`` (every node
+   publishes one device fewer than its label says): the device-count behaviour is non-conformant
+   and the profile fails.
+3. Bad input: a malformed capability file, an Accelerators run without one, and a non-fake driver
+   on the embedded cluster are refused before any cluster starts (exit 2, one clear message).
+
+Each run starts its own cluster (the fault is read by the publishers when they start), so the
+module runs in the pass where tests start clusters of their own.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conformance.cluster.local.provider import LocalProvider
+from conformance.framework import catalog, report
+from conformance.runner import EXIT_USAGE, RunOptions, fake_capability_files, run
+
+pytestmark = [pytest.mark.serial, pytest.mark.own_controller, pytest.mark.slow]
+
+IDS = [b.id for b in catalog.collect() if b.id.startswith("accelerators/")]
+
+
+def accelerators(tmp: Path, cluster: str, **options: Any) -> dict[str, Any]:
+    try:
+        result = run(
+            RunOptions(
+                report_dir=tmp,
+                profiles=["Accelerators"],
+                fake_devices=True,
+                keep_cluster=True,
+                cluster_name=cluster,
+                cluster_owner_pid=os.getpid(),
+                workers=1,
+                **options,
+            )
+        )
+        status = LocalProvider().status(cluster) or {}
+        result.report["_alive"] = status.get("components_alive", {})
+        return result.report
+    finally:
+        LocalProvider().down(cluster)
+
+
+def outcomes(data: dict[str, Any]) -> dict[str, str]:
+    return {t["id"]: t["outcome"] for t in data["tests"]}
+
+
+def test_the_fake_drivers_conform_to_their_capability_files(tmp_path: Path) -> None:
+    data = accelerators(tmp_path, f"accel-{os.getpid()}")
+    failing = [f"{t['id']}: {t['outcome']}: {t['message'][:400]}" for t in data["tests"] if t["outcome"] != "passed"]
+    assert not failing, "\n".join(failing)
+    assert sorted(outcomes(data)) == sorted(IDS) and len(IDS) == 8
+    assert [p["verdict"] for p in data["profiles"]] == ["success"] and data["exitCode"] == 0
+    drivers = {c["driver"]: c for c in data["accelerators"]["capabilities"]}
+    assert set(drivers) == {"gpu.example.com", "npu.example.com"}
+    assert {Path(c["file"]).name for c in drivers.values()} == {"gpu.yaml", "npu.yaml"}
+    assert data["accelerators"]["faults"] == [] and data["accelerators"]["warnings"] == []
+    assert "Accelerators" in data["implementation"]["supportedFeatures"]
+    assert set(data["cluster"]["nodes"]) == {"worker-0", "worker-1", "accel-gpu-0", "accel-gpu-1", "accel-npu-0",
+                                             "accel-npu-1"}  # fmt: skip
+    pending = next(t for t in data["tests"] if t["id"] == "accelerators/scheduling/unsatisfiable-claim-pending")
+    assert "cannot allocate all claims" in pending["message"], pending["message"]  # the scheduler's reason
+    assert pending["evidence"] and any(Path(pending["evidence"]).glob("scheduler-reason-*.txt"))
+    assert report.verify(tmp_path / "conformance-report.json", digest=catalog.suite_digest()) == []
+    written = yaml.safe_load((tmp_path / "conformance-report.yaml").read_text())
+    assert written["accelerators"]["capabilities"][0]["sha256"]
+    assert data["_alive"].get("fake-devices-gpu") and data["_alive"].get("fake-devices-npu"), data["_alive"]
+
+
+def test_the_suite_catches_a_driver_publishing_the_wrong_device_count(tmp_path: Path) -> None:
+    data = accelerators(
+        tmp_path,
+        f"accel-broken-{os.getpid()}",
+        fake_device_faults=["device-count-off-by-one"],
+        ids=["accelerators/resource-slices/*", "accelerators/device-class/*"],
+        timeout_scale="0.25",
+    )
+    found = outcomes(data)
+    assert found["accelerators/resource-slices/device-count"] == "non-conformant", data["tests"]
+    count = next(t for t in data["tests"] if t["id"] == "accelerators/resource-slices/device-count")
+    assert "publishes 3 device(s) of DeviceClass gpu.example.com" in count["message"], count["message"]
+    assert "publishes 7 device(s) of DeviceClass npu.example.com" in count["message"], count["message"]
+    assert found["accelerators/device-class/exists"] == "passed"
+    assert found["accelerators/resource-slices/attributes"] == "passed"
+    assert data["accelerators"]["faults"] == ["device-count-off-by-one"]
+    assert data["profiles"][0]["verdict"] == "failure" and data["exitCode"] == 1
+    assert report.verify(tmp_path / "conformance-report.json", digest=catalog.suite_digest()) == []
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        pytest.param(
+            {"capabilities": ["MALFORMED"]}, "deviceClasses: list should have at least 1 item", id="malformed"
+        ),
+        pytest.param({"fake_devices": False}, "the Accelerators profile certifies a DRA driver", id="no-file"),
+        pytest.param({"capabilities": ["NVIDIA"]}, "cannot run on the embedded (local) cluster", id="real-driver"),
+        pytest.param({"fake_device_faults": ["melt"]}, "unknown fault(s) melt", id="unknown-fault"),
+    ],
+)
+def test_bad_input_is_refused_before_any_cluster(tmp_path: Path, options: dict[str, Any], message: str) -> None:
+    files = {
+        "MALFORMED": {"apiVersion": "conformance.kthena.io/capabilities/v1", "kind": "AcceleratorCapabilities",
+                      "vendor": "x", "driver": "gpu.example.com", "deviceClasses": []},
+        "NVIDIA": {**yaml.safe_load(fake_capability_files()[0].read_text()), "driver": "gpu.nvidia.com"},
+    }  # fmt: skip
+    if "capabilities" in options:
+        name = options["capabilities"][0]
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(files[name]))
+        options = {**options, "capabilities": [path], "fake_devices": False}
+    result = run(RunOptions(report_dir=tmp_path, profiles=["Accelerators"], **{"fake_devices": True, **options}))
+    assert result.exit_code == EXIT_USAGE
+    assert message in result.report["error"]["message"], result.report["error"]
+    assert "cluster" not in result.report
