@@ -95,6 +95,15 @@ FAULTS: dict[str, str] = {
     ),
     "no-fallback-event": "the in-place fallback to recreate emits no InPlaceUpdateFallback Event",
     "no-progress-deadline": "progressDeadlineSeconds never passes: a stuck in-place update is never recovered",
+    # EvictionBudget
+    "eviction-budget-off-by-one": (
+        "the eviction budget allows an Eviction that leaves minAvailable - 1 ready ServingGroups "
+        "(or roleMinAvailable - 1 ready Role instances)"
+    ),
+    "eviction-percent-rounds-down": (
+        "a percentage minAvailable / roleMinAvailable is rounded down instead of up (as PodDisruptionBudgets do)"
+    ),
+    "role-eviction-budget-ignored": "protectionLevel Role allows every Eviction (roleMinAvailable is not checked)",
 }
 
 

@@ -35,6 +35,19 @@ class Feature(StrEnum):
     DELETION_IDENTITY = "DeletionIdentityChanged"
     MIGRATION_REQUIRED = "MigrationRequired"
     DNS_RESOLUTION = "DNSResolution"
+    ROLLING_UPDATE = "RollingUpdate"
+    MAX_SURGE = "MaxSurge"
+    ROLE_ROLLING_UPDATE = "RoleRollingUpdate"
+    ROLE_COORDINATION = "RoleCoordination"
+    IN_PLACE_UPDATE = "InPlaceUpdate"
+    IN_PLACE_FALLBACK = "InPlaceUpdateFallback"
+    PROGRESS_DEADLINE = "ProgressDeadline"
+    GANG_SCHEDULING = "GangScheduling"
+    GANG_POLICY_IMMUTABILITY = "GangPolicyImmutability"
+    NETWORK_TOPOLOGY = "NetworkTopology"
+    EVICTION_BUDGET = "EvictionBudget"
+    ROLE_EVICTION_BUDGET = "RoleEvictionBudget"
+    ACCELERATORS = "Accelerators"
 
 
 @dataclass(frozen=True)
@@ -107,6 +120,81 @@ FEATURES: dict[Feature, FeatureInfo] = dict(
             "Pod hostnames resolve through cluster DNS (needs a DNS server in the cluster).",
             Feature.HEADLESS_SERVICE,
         ),
+        _info(
+            Feature.ROLLING_UPDATE,
+            "ServingGroupRollingUpdate replaces outdated ServingGroups within maxUnavailable (percentages rounded "
+            "down), keeps the partition's lowest ordinals (percentages rounded up) and reports the rollout in status.",
+            Feature.CORE,
+        ),
+        _info(
+            Feature.MAX_SURGE,
+            "maxSurge lets a rollout create ServingGroups or Role instances above the desired count (percentages "
+            "rounded up), so maxUnavailable may be 0.",
+            Feature.ROLLING_UPDATE,
+        ),
+        _info(
+            Feature.ROLE_ROLLING_UPDATE,
+            "RoleRollingUpdate updates only the changed Roles, within each Role's maxUnavailable and partition "
+            "(percentages of the Role's replicas).",
+            Feature.CORE,
+        ),
+        _info(
+            Feature.ROLE_COORDINATION,
+            "rolloutStrategy.roleCoordination keeps participating Roles within maxSkew of each other and starts "
+            "dependent Roles after their dependencies; it is immutable.",
+            Feature.ROLE_ROLLING_UPDATE,
+        ),
+        _info(
+            Feature.IN_PLACE_UPDATE,
+            "updateMethod InPlace patches the images of existing Pods when only regular-container images change, "
+            "within the rollout budget.",
+            Feature.ROLLING_UPDATE,
+        ),
+        _info(
+            Feature.IN_PLACE_FALLBACK,
+            "Under updateMethod InPlace, any other change (or a plugin without in-place support) recreates the "
+            "Pods and reports an InPlaceUpdateFallback Event.",
+            Feature.IN_PLACE_UPDATE,
+        ),
+        _info(
+            Feature.PROGRESS_DEADLINE,
+            "progressDeadlineSeconds (minimum 60) bounds an in-place update; after it a ProgressDeadlineExceeded "
+            "Warning is reported and unready Pods follow the RecoveryPolicy.",
+            Feature.IN_PLACE_UPDATE,
+        ),
+        _info(
+            Feature.GANG_SCHEDULING,
+            "With scheduler volcano, every ServingGroup gets a PodGroup whose minMember, minTaskMember, "
+            "minResources and queue follow gangPolicy (Roles missing from minRoleReplicas count in full).",
+            Feature.CORE,
+        ),
+        _info(
+            Feature.GANG_POLICY_IMMUTABILITY,
+            "gangPolicy.minRoleReplicas is immutable and gangPolicy cannot be removed once set.",
+            Feature.GANG_SCHEDULING,
+        ),
+        _info(
+            Feature.NETWORK_TOPOLOGY,
+            "template.networkTopology is carried into each ServingGroup's PodGroup.",
+            Feature.GANG_SCHEDULING,
+        ),
+        _info(
+            Feature.EVICTION_BUDGET,
+            "With evictionStrategy protectionLevel ServingGroup, an Eviction that would leave fewer ready "
+            "ServingGroups than minAvailable is refused with HTTP 429; evicting any Pod disrupts its whole group.",
+            Feature.CORE,
+        ),
+        _info(
+            Feature.ROLE_EVICTION_BUDGET,
+            "With protectionLevel Role, the same per Role from roleMinAvailable; Roles absent from it are unprotected.",
+            Feature.EVICTION_BUDGET,
+        ),
+        _info(
+            Feature.ACCELERATORS,
+            "A DRA driver publishes the devices its capability file declares, and ModelServing Pods claiming "
+            "them through ResourceClaimTemplates are scheduled onto free devices, never sharing one.",
+            Feature.CORE,
+        ),
     ]
 )
 
@@ -148,6 +236,34 @@ PROFILES: dict[str, Profile] = {
             "The headless-service plugin: stable per-Pod DNS names for multi-node serving.",
             [Feature.HEADLESS_SERVICE],
             [Feature.DELETION_IDENTITY, Feature.MIGRATION_REQUIRED, Feature.DNS_RESOLUTION],
+        ),
+        _profile(
+            "Rollout",
+            "Rolling updates: ServingGroup and Role budgets, partitions, surge and cross-Role coordination.",
+            [Feature.ROLLING_UPDATE, Feature.ROLE_ROLLING_UPDATE],
+            [Feature.MAX_SURGE, Feature.ROLE_COORDINATION],
+        ),
+        _profile(
+            "InPlaceUpdate",
+            "updateMethod InPlace: image patches that keep Pods, the recreate fallback and the progress deadline.",
+            [Feature.IN_PLACE_UPDATE, Feature.IN_PLACE_FALLBACK, Feature.PROGRESS_DEADLINE],
+        ),
+        _profile(
+            "GangScheduling",
+            "The PodGroup contract for gang schedulers: one PodGroup per ServingGroup, gangPolicy immutability.",
+            [Feature.GANG_SCHEDULING, Feature.GANG_POLICY_IMMUTABILITY],
+            [Feature.NETWORK_TOPOLOGY],
+        ),
+        _profile(
+            "EvictionBudget",
+            "rolloutStrategy.evictionStrategy: the Eviction API refuses disruptions below the budget.",
+            [Feature.EVICTION_BUDGET],
+            [Feature.ROLE_EVICTION_BUDGET],
+        ),
+        _profile(
+            "Accelerators",
+            "Accelerator scheduling through DRA, certified against a vendor's capability file.",
+            [Feature.ACCELERATORS],
         ),
     )
 }

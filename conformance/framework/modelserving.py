@@ -53,6 +53,56 @@ def expect_refused(rejection: Rejection | None, what: str, field: str | None = N
     return rejection
 
 
+@dataclass(frozen=True)
+class EvictionAnswer:
+    """The Eviction API's answer to one ``policy/v1`` Eviction: its HTTP status and message."""
+
+    pod: str
+    status: int
+    message: str
+
+    @property
+    def allowed(self) -> bool:
+        """The API server evicted the Pod (201 Created; 200 from older servers)."""
+        return self.status in (200, 201)
+
+    @property
+    def refused(self) -> bool:
+        """The budget refused it (HTTP 429 Too Many Requests, what ``kubectl drain`` retries)."""
+        return self.status == 429
+
+    def describe(self) -> str:
+        return f"{self.pod}: HTTP {self.status}{': ' + self.message if self.message else ''}"
+
+
+def evict(kube: Any, namespace: str, pod: str) -> EvictionAnswer:
+    """POST a ``policy/v1`` Eviction for ``pod`` (the ``pods/eviction`` subresource, as ``kubectl
+    drain`` does) and return the answer. 404 (the Pod is gone) and every 4xx are answers; a 5xx
+    that no admission webhook gave, or no HTTP answer at all, raises :class:`~.outcomes.Inconclusive`."""
+    import json
+
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    from .outcomes import Inconclusive
+
+    body = client.V1Eviction(metadata=client.V1ObjectMeta(name=pod, namespace=namespace))
+    try:
+        response = kube.core.create_namespaced_pod_eviction(pod, namespace, body, _preload_content=False)
+    except ApiException as exc:
+        if exc.status is None or (exc.status >= 500 and "admission webhook" not in str(exc.body or "")):
+            raise Inconclusive(
+                f"the Eviction of {namespace}/{pod} failed on the server: {exc.status} {exc.reason}"
+            ) from exc
+        try:
+            payload = json.loads(exc.body or "{}")
+        except ValueError:
+            payload = {}
+        message = payload.get("message") if isinstance(payload, dict) else None
+        return EvictionAnswer(pod, int(exc.status), str(message or exc.reason or ""))
+    return EvictionAnswer(pod, int(response.status), "")
+
+
 def running_ready(pod: Any) -> bool:
     if pod.metadata.deletion_timestamp or not pod.status or pod.status.phase != "Running":
         return False
@@ -189,6 +239,10 @@ class ModelServings:
                     out[ep.target_ref.name] = {"hostname": ep.hostname, "ready": ready}
         return out
 
+    def evict(self, pod: str) -> EvictionAnswer:
+        """A ``policy/v1`` Eviction of ``pod`` in this namespace (see :func:`evict`)."""
+        return evict(self.kube, self.ns, pod)
+
     # -- waits (each named after a documented timeout) ------------------------------------------
 
     def wait(self, wait: str, what: str, probe: Callable[[], T], until: Callable[[T], bool] = bool) -> T:
@@ -238,6 +292,22 @@ class ModelServings:
 
         self.wait(wait, f"{self.ns}/{name} status to settle at spec.replicas", lambda: self.status_summary(name), done)
         return self.get(name)
+
+    def wait_updated(self, name: str, updated: int | None = None, *, wait: str = "status-updated") -> dict[str, Any]:
+        """status reports the current generation, status.replicas == spec.replicas and
+        status.updatedReplicas == ``updated`` (spec.replicas when None); returns the summary."""
+
+        def done(seen: dict[str, Any]) -> bool:
+            want = seen["spec.replicas"] if updated is None else updated
+            return bool(
+                seen.get("observedGeneration") == seen["metadata.generation"]
+                and seen.get("replicas") == seen["spec.replicas"]
+                and seen.get("updatedReplicas") == want
+            )
+
+        what = "spec.replicas" if updated is None else str(updated)
+        return self.wait(wait, f"status of {self.ns}/{name} to report the current generation and updatedReplicas "
+                         f"= {what}", lambda: self.status_summary(name), done)  # fmt: skip
 
     def wait_event(self, name: str, reason: str, *, wait: str = "events") -> Any:
         return self.wait(

@@ -45,6 +45,31 @@ WAITS: dict[str, Wait] = {
         Wait("steady-state", 8, "How long a 'must not change' observation lasts before it counts as held."),
         Wait("namespace-cleanup", 120, "A test's namespace is deleted after the test."),
         Wait("controller-ready", 60, "The implementation under test is running and answering."),
+        Wait(
+            "rollout",
+            240,
+            "A rolling update (image or template change) finishes: every Pod Running and Ready at the target "
+            "and status reporting the update revision.",
+        ),
+        Wait(
+            "progress-deadline",
+            180,
+            "An in-place update's progressDeadlineSeconds (60 s in the tests) passes and the controller reports "
+            "ProgressDeadlineExceeded.",
+        ),
+        Wait("podgroups", 60, "PodGroups a controller owns for gang scheduling are created, changed or removed."),
+        Wait(
+            "eviction",
+            60,
+            "An eviction budget counts ServingGroups or Role instances that are ready again: a refused Eviction, "
+            "retried, is allowed.",
+        ),
+        Wait(
+            "drain",
+            240,
+            "A node drain (cordon, then Evictions retried on HTTP 429 while the controller replaces what was "
+            "evicted elsewhere) removes every selected Pod from the node.",
+        ),
     )
 }
 

@@ -154,6 +154,7 @@ def token_kubeconfig(info: ClusterInfo, directory: Path) -> Path:
 
 WEBHOOK_NAME = "kthena-ref-validating"
 WEBHOOK_PATH = "/validate-modelserving"
+EVICTION_PATH = "/validate-pod-eviction"
 
 
 @dataclass(frozen=True)
@@ -209,7 +210,30 @@ def register_webhook(info: ClusterInfo, webhook: Webhook) -> None:
                 "sideEffects": "None",
                 "failurePolicy": "Fail",
                 "timeoutSeconds": 10,
-            }
+            },
+            {  # the eviction budget (kthena_ref/deploy/controller.yaml says why Fail and NoneOnDryRun)
+                "name": "eviction-budget.modelservings.workload.serving.volcano.sh",
+                "clientConfig": {
+                    "url": f"https://127.0.0.1:{webhook.port}{EVICTION_PATH}",
+                    "caBundle": base64.b64encode(webhook.ca_pem).decode(),
+                },
+                "rules": [
+                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods/eviction"]}
+                ],
+                "namespaceSelector": {
+                    "matchExpressions": [
+                        {
+                            "key": "kubernetes.io/metadata.name",
+                            "operator": "NotIn",
+                            "values": ["kube-system", NAMESPACE],
+                        }
+                    ]
+                },
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "NoneOnDryRun",
+                "failurePolicy": "Fail",
+                "timeoutSeconds": 10,
+            },
         ],
     }
     apply(api, body)

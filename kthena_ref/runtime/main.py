@@ -48,14 +48,15 @@ async def run_controller(
         except ProcessLookupError:
             return
     runner = None
-    if webhook is not None:  # admission does not need the Lease: every replica answers
-        from ..admission.server import serve
-
-        host, port, cert, key = webhook
-        assert cert is not None and key is not None
-        runner = await serve(port, cert, key, host)
     api = await _api(kubeconfig)
     try:
+        if webhook is not None:  # admission does not need the Lease: every replica answers
+            from ..admission.server import serve
+            from ..eviction import EvictionGuard
+
+            host, port, cert, key = webhook
+            assert cert is not None and key is not None
+            runner = await serve(port, cert, key, host, eviction=EvictionGuard(api))
         controller = Controller(api, ControllerConfig(workers=workers, namespace=namespace))
         if not leader_elect:
             await controller.run(stop)
@@ -79,6 +80,6 @@ async def run_controller(
         await stop.wait()
         elect.cancel()
     finally:
-        await api.close()
-        if runner is not None:
+        if runner is not None:  # first: the eviction webhook answers through ``api``
             await runner.cleanup()
+        await api.close()

@@ -524,7 +524,8 @@ def check_controller_manifest(docs: list[dict[str, Any]], image: str, ca_pem: by
     assert volume["secret"]["secretName"] == script_var("WEBHOOK_SECRET")
     assert service["metadata"]["name"] == script_var("WEBHOOK_SERVICE")
     assert webhook["metadata"]["name"] == script_var("WEBHOOK_CONFIG")
-    (hook,) = webhook["webhooks"]
+    hook, eviction = webhook["webhooks"]
+    assert eviction["clientConfig"]["service"]["path"] == "/validate-pod-eviction"
     assert hook["clientConfig"]["service"]["name"] == service["metadata"]["name"]
     assert hook["clientConfig"]["service"]["namespace"] == service["metadata"]["namespace"] == script_var("NAMESPACE")
     assert f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc" == SERVICE_DNS

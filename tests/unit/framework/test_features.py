@@ -27,7 +27,16 @@ def test_every_feature_has_info_and_exactly_one_profile() -> None:
 
 
 def test_profiles_in_order_with_disjoint_required_and_optional() -> None:
-    assert list(PROFILES) == ["Core", "Plugins", "HeadlessServiceDNS"]
+    assert list(PROFILES) == [
+        "Core",
+        "Plugins",
+        "HeadlessServiceDNS",
+        "Rollout",
+        "InPlaceUpdate",
+        "GangScheduling",
+        "EvictionBudget",
+        "Accelerators",
+    ]
     for profile in PROFILES.values():
         assert not profile.required & profile.optional
         assert profile.features == profile.required | profile.optional
@@ -58,6 +67,13 @@ def test_prerequisites_are_known_and_acyclic() -> None:
         pytest.param(Feature.DELETION_IDENTITY, {Feature.HEADLESS_SERVICE}, id="deletion-identity"),
         pytest.param(Feature.MIGRATION_REQUIRED, {Feature.HEADLESS_SERVICE}, id="migration-required"),
         pytest.param(Feature.DNS_RESOLUTION, {Feature.HEADLESS_SERVICE}, id="dns-resolution"),
+        pytest.param(Feature.ROLLING_UPDATE, {Feature.CORE}, id="rolling-update"),
+        pytest.param(Feature.MAX_SURGE, {Feature.ROLLING_UPDATE}, id="max-surge"),
+        pytest.param(Feature.ROLE_ROLLING_UPDATE, {Feature.CORE}, id="role-rolling-update"),
+        pytest.param(Feature.ROLE_COORDINATION, {Feature.ROLE_ROLLING_UPDATE}, id="role-coordination"),
+        pytest.param(Feature.IN_PLACE_UPDATE, {Feature.ROLLING_UPDATE}, id="in-place-update"),
+        pytest.param(Feature.IN_PLACE_FALLBACK, {Feature.IN_PLACE_UPDATE}, id="in-place-fallback"),
+        pytest.param(Feature.PROGRESS_DEADLINE, {Feature.IN_PLACE_UPDATE}, id="progress-deadline"),
     ],
 )
 def test_prerequisites(feature: Feature, requires: set[Feature]) -> None:
@@ -75,6 +91,15 @@ def test_prerequisites(feature: Feature, requires: set[Feature]) -> None:
             {"DeletionIdentityChanged", "MigrationRequired", "DNSResolution"},
             id="headless-service-dns",
         ),
+        # Upstream's Go controller has RollingUpdate and RoleRollingUpdate but neither maxSurge nor
+        # roleCoordination: those are optional, so upstream can still succeed on the profile.
+        pytest.param("Rollout", {"RollingUpdate", "RoleRollingUpdate"}, {"MaxSurge", "RoleCoordination"}, id="rollout"),
+        pytest.param(
+            "InPlaceUpdate",
+            {"InPlaceUpdate", "InPlaceUpdateFallback", "ProgressDeadline"},
+            set(),
+            id="in-place-update",
+        ),
     ],
 )
 def test_profile_contents(profile: str, required: set[str], optional: set[str]) -> None:
@@ -91,6 +116,8 @@ def test_profile_contents(profile: str, required: set[str], optional: set[str]) 
         pytest.param("  HeadlessService ", Feature.HEADLESS_SERVICE, id="surrounding-space"),
         pytest.param("DELETIONIDENTITYCHANGED", Feature.DELETION_IDENTITY, id="uppercase"),
         pytest.param(Feature.ADMISSION, Feature.ADMISSION, id="enum-member"),
+        pytest.param("inplaceupdatefallback", Feature.IN_PLACE_FALLBACK, id="in-place-fallback"),
+        pytest.param("InPlaceUpdate", Feature.IN_PLACE_UPDATE, id="feature-named-like-its-profile"),
     ],
 )
 def test_parse_feature(name: str, expected: Feature) -> None:
@@ -103,6 +130,8 @@ def test_parse_feature(name: str, expected: Feature) -> None:
         pytest.param("Core", "Core", id="canonical"),
         pytest.param("plugins", "Plugins", id="lowercase"),
         pytest.param("HEADLESSSERVICEDNS", "HeadlessServiceDNS", id="uppercase"),
+        pytest.param("rollout", "Rollout", id="rollout"),
+        pytest.param("inplaceupdate", "InPlaceUpdate", id="profile-named-like-its-feature"),
     ],
 )
 def test_get_profile(name: str, expected: str) -> None:
@@ -115,7 +144,13 @@ def test_get_profile(name: str, expected: str) -> None:
         pytest.param(parse_feature, "Foo", "feature", "Core, Admission, Recovery", id="unknown-feature"),
         pytest.param(parse_feature, "", "feature", "DNSResolution", id="empty-feature"),
         pytest.param(parse_feature, "Plugins", "feature", "PluginFramework", id="profile-is-not-a-feature"),
-        pytest.param(get_profile, "Extended", "profile", "Core, Plugins, HeadlessServiceDNS", id="unknown-profile"),
+        pytest.param(
+            get_profile,
+            "Extended",
+            "profile",
+            "Core, Plugins, HeadlessServiceDNS, Rollout, InPlaceUpdate",
+            id="unknown-profile",
+        ),
         pytest.param(get_profile, "Admission", "profile", "Core, Plugins", id="feature-is-not-a-profile"),
     ],
 )

@@ -21,6 +21,11 @@ EXPECTED_DEFAULTS = {
     "steady-state": 8,
     "namespace-cleanup": 120,
     "controller-ready": 60,
+    "rollout": 240,
+    "progress-deadline": 180,
+    "podgroups": 60,
+    "eviction": 60,
+    "drain": 240,
 }
 
 
@@ -80,7 +85,7 @@ def test_option_errors_name_the_option_and_value(scale: float | str, overrides: 
 
 
 def test_unknown_wait_lists_known_names() -> None:
-    with pytest.raises(TimeoutConfigError, match=r"unknown wait 'pods' \(known: admission, .*controller-ready\)"):
+    with pytest.raises(TimeoutConfigError, match=r"unknown wait 'pods' \(known: admission, .*drain\)"):
         Timeouts().seconds("pods")
 
 

@@ -22,6 +22,7 @@ from kthena_ref import faults
 from kthena_ref.admission.rules import validate
 from kthena_ref.api.types import ModelServing, PluginSpec
 from kthena_ref.cli import main
+from kthena_ref.planner.eviction import decide
 from kthena_ref.planner.names import LABEL_ENTRY, PodId
 from kthena_ref.planner.plan import Observed, _run_pod_create, plan
 from kthena_ref.plugins import build_chain
@@ -304,6 +305,22 @@ def probe_coordination() -> list[str]:
     return deleted(w.plan())
 
 
+def probe_eviction(replicas: int, unready: set[int], target: int, **strategy: Any) -> tuple[bool, str]:
+    """Evict the Pod of ServingGroup ``target`` (one single-Pod Role) while the groups in
+    ``unready`` are not ready: (allowed, the budget the refusal names)."""
+    ms = edit_spec(
+        MS().replicas(replicas).role("r", 1, 0).build(),
+        lambda spec: spec.update(rolloutStrategy={"evictionStrategy": strategy}),
+    )
+    pods = [ready(p) for p in fresh_pods(ms)]
+    for pod in pods:
+        if int(pod["metadata"]["name"].split("-")[1]) in unready:
+            pod["status"]["conditions"][-1]["status"] = "False"
+    decision = decide(ms, pods, pods[target])
+    budget = decision.message.split("below ", 1)[1].split(" (", 1)[0] if not decision.allowed else ""
+    return decision.allowed, budget
+
+
 @dataclass(frozen=True)
 class Case:
     fault: str
@@ -412,6 +429,25 @@ CASES = [
         probe_progress_deadline,
         ["ProgressDeadlineExceeded"],
         [],
+    ),
+    # EvictionBudget
+    Case(  # 1 of 3 ready after the eviction, minAvailable 2: refused; the fault lets it leave 1
+        "eviction-budget-off-by-one",
+        lambda: probe_eviction(3, {2}, 0, minAvailable=2),
+        (False, "minAvailable 2"),
+        (True, ""),
+    ),
+    Case(  # 50% of 3 is 1.5: 2 rounded up, 1 down (nothing ready is left either way)
+        "eviction-percent-rounds-down",
+        lambda: probe_eviction(3, {1, 2}, 0, minAvailable="50%"),
+        (False, "minAvailable 2"),
+        (False, "minAvailable 1"),
+    ),
+    Case(  # roleMinAvailable 2 with 1 ready instance: evicting it is refused, also off by one
+        "role-eviction-budget-ignored",
+        lambda: probe_eviction(2, {1}, 0, protectionLevel="Role", roleMinAvailable={"r": 2}),
+        (False, "roleMinAvailable[r] 2"),
+        (True, ""),
     ),
 ]
 

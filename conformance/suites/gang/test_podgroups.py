@@ -1,0 +1,170 @@
+"""GangScheduling: one PodGroup per ServingGroup, what it requires, its queue and its lifecycle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.framework.catalog import behaviour
+from conformance.framework.features import Feature
+from conformance.framework.gang import (
+    QUEUE_ANNOTATION,
+    TASK_ANNOTATION,
+    expectation,
+    format_resources,
+    resources,
+    same_resources,
+    task_problems,
+)
+from conformance.framework.modelserving import ModelServings, role_of
+
+from . import GANG_POLICY, each_podgroup, start, wait_gang
+
+NAME = "gang"
+
+
+def _body(manifest: Any, *, gang_policy: bool = True) -> dict[str, Any]:
+    body: dict[str, Any] = manifest("gang-roles")
+    if not gang_policy:
+        del body["spec"]["template"]["gangPolicy"]
+    return body
+
+
+def _min_member(body: dict[str, Any]) -> Any:
+    want = expectation(body).min_member
+
+    def check(pg: str, spec: dict[str, Any], pods: list[Any]) -> list[str]:
+        seen = spec.get("minMember")
+        return [] if seen == want else [f"minMember is {seen!r}, expected {want}"]
+
+    return lambda view: each_podgroup(view, check)
+
+
+@behaviour(
+    "gang/podgroup/one-per-servinggroup",
+    "With schedulerName volcano, every Pod of a ServingGroup MUST name in its scheduling.k8s.io/group-name "
+    "annotation one PodGroup of that ServingGroup alone, and that PodGroup MUST exist with an ownerReference to "
+    "the ModelServing.",
+    GANG_POLICY,
+    Feature.GANG_SCHEDULING,
+)
+def test_one_podgroup_per_servinggroup(ms: ModelServings, manifest: Any) -> None:
+    body = _body(manifest)
+    start(ms, body)
+    view = wait_gang(ms, body, what="2 ServingGroups of 6 Pods")
+    assert len(view.groups) == 2, view.describe()
+
+
+@behaviour(
+    "gang/podgroup/min-member",
+    "A ServingGroup's PodGroup minMember MUST be the number of its gang-required Pods: for every Role, "
+    "(1 + workerReplicas) Pods times minRoleReplicas of that Role, or its replicas when gangPolicy does not "
+    "name it.",
+    GANG_POLICY,
+    Feature.GANG_SCHEDULING,
+)
+def test_min_member_follows_min_role_replicas(ms: ModelServings, manifest: Any) -> None:
+    body = _body(manifest)
+    start(ms, body)
+    wait_gang(ms, body, _min_member(body), what="minRoleReplicas {prefill: 1}, decode unnamed (2 + 2 Pods)")
+
+
+@behaviour(
+    "gang/podgroup/min-member-without-gang-policy",
+    "Without gangPolicy every Role MUST be gang required, so a ServingGroup's PodGroup minMember MUST be the "
+    "number of Pods of the ServingGroup.",
+    GANG_POLICY,
+    Feature.GANG_SCHEDULING,
+)
+def test_min_member_without_gang_policy_is_every_pod(ms: ModelServings, manifest: Any) -> None:
+    body = _body(manifest, gang_policy=False)
+    assert expectation(body).min_member == 6
+    start(ms, body)
+    wait_gang(ms, body, _min_member(body), what="no gangPolicy (6 Pods a ServingGroup)")
+
+
+@behaviour(
+    "gang/podgroup/min-task-member",
+    "A ServingGroup's PodGroup minTaskMember MUST require, over the tasks (volcano.sh/task-spec) of each Role's "
+    "Pods, exactly that Role's gang-required Pods, so that the Pods of a required Role instance are scheduled "
+    "together.",
+    GANG_POLICY,
+    Feature.GANG_SCHEDULING,
+)
+def test_min_task_member_requires_whole_role_instances(ms: ModelServings, manifest: Any) -> None:
+    body = _body(manifest)
+    expected = expectation(body)
+    start(ms, body)
+
+    def check(pg: str, spec: dict[str, Any], pods: list[Any]) -> list[str]:
+        tasks: dict[str, list[str]] = {}
+        for pod in pods:
+            task = (pod.metadata.annotations or {}).get(TASK_ANNOTATION)
+            if task:
+                tasks.setdefault(str(task), []).append(role_of(pod))
+        seen = spec.get("minTaskMember")
+        if not isinstance(seen, dict) or not seen:
+            return [f"minTaskMember is {seen!r}; the gang-required Pods of each Role must be required per task"]
+        return task_problems(seen, tasks, expected)
+
+    wait_gang(ms, body, lambda view: each_podgroup(view, check), what="minRoleReplicas {prefill: 1}")
+
+
+@behaviour(
+    "gang/podgroup/min-resources",
+    "A ServingGroup's PodGroup minResources MUST be the summed container requests of its gang-required Pods.",
+    GANG_POLICY,
+    Feature.GANG_SCHEDULING,
+)
+def test_min_resources_sum_the_required_pods(ms: ModelServings, manifest: Any) -> None:
+    body = _body(manifest)
+    want = expectation(body).min_resources
+    start(ms, body)
+
+    def check(pg: str, spec: dict[str, Any], pods: list[Any]) -> list[str]:
+        raw = spec.get("minResources")
+        try:
+            seen = resources(raw if isinstance(raw, dict) else None)
+        except ValueError as exc:
+            return [f"minResources {raw!r} holds a value that is not a quantity: {exc}"]
+        if same_resources(seen, want):
+            return []
+        return [f"minResources is {raw!r}, expected {format_resources(want)} (1 prefill instance, 2 decode)"]
+
+    wait_gang(ms, body, lambda view: each_podgroup(view, check), what="requests of the gang-required Pods")
+
+
+@behaviour(
+    "gang/podgroup/queue",
+    "A ServingGroup's PodGroup queue MUST be the ModelServing's scheduling.volcano.sh/queue-name annotation.",
+    GANG_POLICY,
+    Feature.GANG_SCHEDULING,
+)
+def test_queue_comes_from_the_annotation(ms: ModelServings, manifest: Any) -> None:
+    body = _body(manifest)
+    queue = body["metadata"]["annotations"][QUEUE_ANNOTATION]
+
+    def check(pg: str, spec: dict[str, Any], pods: list[Any]) -> list[str]:
+        return [] if spec.get("queue") == queue else [f"queue is {spec.get('queue')!r}, expected {queue!r}"]
+
+    start(ms, body)
+    wait_gang(ms, body, lambda view: each_podgroup(view, check), what=f"annotation {QUEUE_ANNOTATION}={queue}")
+
+
+@behaviour(
+    "gang/podgroup/scale",
+    "Scaling a ModelServing up MUST add one PodGroup per new ServingGroup, with the same requirements, and "
+    "scaling it down MUST remove the PodGroups of the removed ServingGroups.",
+    GANG_POLICY,
+    Feature.GANG_SCHEDULING,
+)
+def test_scaling_adds_and_removes_podgroups(ms: ModelServings, manifest: Any) -> None:
+    body = _body(manifest)
+    start(ms, body)
+    before = wait_gang(ms, body, _min_member(body), what="2 ServingGroups")
+    ms.scale(NAME, 3)
+    up = wait_gang(ms, body, _min_member(body), replicas=3, what="scaled up to 3", wait="scale")
+    lost = set(before.groups) - set(up.groups)
+    assert not lost, f"scaling up must keep the existing ServingGroups' PodGroups; {sorted(lost)} are gone"
+    ms.scale(NAME, 1)
+    # One PodGroup for the one ServingGroup left, and no other the ModelServing owns (wait_gang).
+    wait_gang(ms, body, _min_member(body), replicas=1, what="scaled down to 1", wait="scale")

@@ -1,0 +1,208 @@
+"""InPlaceUpdate: image-only changes patch the Pods they find, within the rollout budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.cluster.faults import Fault
+from conformance.framework.catalog import behaviour
+from conformance.framework.features import Feature
+from conformance.framework.modelserving import ModelServings, expect_refused
+from conformance.framework.rollout_watch import Layout, RolloutWatch, Snapshot
+from conformance.suites.rollout import expect_status_updated, never_gone, patch_roles, start, uids_of, with_image
+
+from . import STRATEGY, UPDATE_METHOD
+
+NAME = "inplace"
+V1, V2 = "registry.example/engine:v1", "registry.example/engine:v2"
+
+
+def body_of(manifest: Any, replicas: int = 2, **strategy: Any) -> dict[str, Any]:
+    body: dict[str, Any] = manifest("inplace-groups")
+    body["spec"]["replicas"] = replicas
+    body["spec"]["rolloutStrategy"].update(strategy)
+    return body
+
+
+def hold_worker(ms: ModelServings, faults: Any, watch: RolloutWatch, layout: Layout) -> tuple[str, str, str]:
+    """Hold one worker Pod NotReady; (its name, its UID, its ServingGroup) once its group is not ready."""
+    victim = next(p for p in watch.latest().pods if p.member == "worker")
+    faults.inject(ms.ns, victim.name, Fault.NOT_READY)
+    ready = layout.replicas - 1
+    watch.wait_for(
+        "pods-running",
+        f"Pod {victim.name} held NotReady ({ready} ServingGroups ready)",
+        lambda s: victim.group not in s.ready_groups(layout) and len(s.ready_groups(layout)) == ready,
+    )
+    assert victim.group is not None
+    return victim.name, victim.uid, victim.group
+
+
+def clear(ms: ModelServings, faults: Any, pod: str) -> None:
+    """Let a held Pod be Ready again (a Pod already replaced has nothing to clear)."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        faults.inject(ms.ns, pod, Fault.CLEAR)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+@behaviour(
+    "inplace/image-only-keeps-uids",
+    "With updateMethod InPlace, a change of only regular-container images MUST patch the images of the existing "
+    "Pods, keeping every Pod's UID, and the update MUST finish with status.updatedReplicas equal to spec.replicas.",
+    STRATEGY,
+    Feature.IN_PLACE_UPDATE,
+)
+def test_image_only_change_keeps_the_pods(ms: ModelServings, manifest: Any) -> None:
+    body = body_of(manifest)
+    layout = start(ms, body)
+    what = "InPlace, image v1 -> v2"
+    with RolloutWatch(ms, NAME, layout) as watch:
+        uids = uids_of(list(watch.latest().pods))
+        patch_roles(ms, body, with_image(body, V2))
+        settled = watch.wait_settled({"server": V2}, what)
+        timeline = watch.snapshot_timeline()
+    never_gone(timeline, uids, what)
+    assert settled.uids() == uids, f"{what}: expected the same Pods (UIDs) after the update: {settled.describe()}"
+    expect_status_updated(ms, NAME, what)
+
+
+@behaviour(
+    "inplace/budget",
+    "With updateMethod InPlace and maxUnavailable 1, while one of 3 ServingGroups is not ready the controller "
+    "MUST NOT patch the images of another (an image patch restarts containers), so at least 2 ServingGroups MUST "
+    "stay ready, and the update MUST finish in place once the unready one recovers.",
+    STRATEGY,
+    Feature.IN_PLACE_UPDATE,
+)
+def test_in_place_update_stays_within_the_budget(ms: ModelServings, manifest: Any, faults: Any) -> None:
+    body = body_of(manifest, 3, rollingUpdateConfiguration={"maxUnavailable": 1})
+    layout = start(ms, body)
+    what = "InPlace, maxUnavailable 1 of 3, one ServingGroup held not ready"
+    with RolloutWatch(ms, NAME, layout) as watch:
+        held, _, held_group = hold_worker(ms, faults, watch, layout)
+        others = uids_of([p for p in watch.latest().pods if p.group != held_group])
+        mark = watch.seq
+        patch_roles(ms, body, with_image(body, V2))
+        ms.holds(
+            f"{what}: the 2 other ServingGroups stay ready while {held_group} is not",
+            watch.latest,
+            lambda s: len(s.ready_groups(layout)) >= 2,
+        )
+        clear(ms, faults, held)
+        watch.wait_settled({"server": V2}, what)
+        timeline = watch.snapshot_timeline()
+    value, at = timeline.min_ready_groups(layout, since=mark)
+    assert value >= 2, (
+        f"{what}: expected at least 2 ready ServingGroups at every moment (a Pod whose new image is not yet "
+        f"running counts as unavailable); {value} at {at.describe()}"
+    )
+    never_gone(timeline, others, f"{what}: ServingGroups other than {held_group} are updated in place")
+
+
+@behaviour(
+    "inplace/rollback",
+    "With updateMethod InPlace, changing the image back while an in-place update is unfinished MUST be accepted "
+    "and MUST bring the same Pods (same UIDs) back to the previous image.",
+    STRATEGY,
+    Feature.IN_PLACE_UPDATE,
+)
+def test_retargeting_rolls_back_in_place(ms: ModelServings, manifest: Any, faults: Any) -> None:
+    body = body_of(manifest, 1)
+    # Spec reading: the Pod held NotReady after its image patch must not be rebuilt for the
+    # restart while this test runs, whichever of restartGracePeriodSeconds or the (default, 1800 s)
+    # progress deadline an implementation applies to Pods being updated in place.
+    body["spec"]["template"]["restartGracePeriodSeconds"] = 3600
+    layout = start(ms, body)
+    what = "InPlace, v1 -> v2 with a Pod held NotReady, then back to v1"
+    with RolloutWatch(ms, NAME, layout) as watch:
+        uids = uids_of(list(watch.latest().pods))
+        held, _, _ = hold_worker(ms, faults, watch, layout)
+        patch_roles(ms, body, with_image(body, V2))
+
+        def patched(s: Snapshot) -> bool:
+            return s.uids() == uids and all(p.image == V2 for p in s.live())
+
+        watch.wait_for("rollout", f"{what}: every Pod patched to {V2} in place", patched)
+        rejection = ms.try_patch(NAME, {"spec": {"template": {"roles": with_image(body, V1)}}})
+        assert rejection is None, f"{what}: changing the image back during the update must be accepted: {rejection}"
+        clear(ms, faults, held)
+        settled = watch.wait_settled({"server": V1}, what)
+        timeline = watch.snapshot_timeline()
+    never_gone(timeline, uids, what)
+    assert settled.uids() == uids, f"{what}: expected the same Pods (UIDs) back on {V1}: {settled.describe()}"
+
+
+@behaviour(
+    "inplace/progress-deadline-minimum",
+    "A rolloutStrategy.progressDeadlineSeconds below 60 MUST be rejected at admission with a message naming the "
+    "field, and 60 MUST be accepted.",
+    STRATEGY,
+    Feature.PROGRESS_DEADLINE,
+)
+def test_progress_deadline_minimum(ms: ModelServings, manifest: Any) -> None:
+    for seconds in (59, 0):
+        body = body_of(manifest, 0, progressDeadlineSeconds=seconds)
+        body["metadata"]["name"] = f"deadline-{seconds}"
+        expect_refused(ms.try_create(body), f"progressDeadlineSeconds {seconds}", "progressDeadlineSeconds")
+    body = body_of(manifest, 0, progressDeadlineSeconds=60)
+    body["metadata"]["name"] = "deadline-60"
+    rejection = ms.try_create(body)
+    assert rejection is None, f"expected progressDeadlineSeconds 60 to be accepted; rejected: {rejection}"
+
+
+@behaviour(
+    "inplace/progress-deadline",
+    "When a ServingGroup updated in place is not ready on the target image progressDeadlineSeconds after the "
+    "update, the controller MUST report a Warning Event ProgressDeadlineExceeded and then MUST handle its unready "
+    "Pods by the RecoveryPolicy (RoleRecreate replaces them), not before the deadline.",
+    STRATEGY,
+    Feature.PROGRESS_DEADLINE,
+    slow=True,
+)
+def test_progress_deadline_hands_unready_pods_to_recovery(ms: ModelServings, manifest: Any, faults: Any) -> None:
+    deadline = 60
+    body = body_of(manifest, 1, progressDeadlineSeconds=deadline)
+    layout = start(ms, body)
+    what = f"InPlace, progressDeadlineSeconds {deadline}, a worker held NotReady"
+    with RolloutWatch(ms, NAME, layout) as watch:
+        _, victim, _ = hold_worker(ms, faults, watch, layout)
+        mark = watch.seq
+        patched_at = watch.elapsed()
+        patch_roles(ms, body, with_image(body, V2))
+        event = ms.wait_event(NAME, "ProgressDeadlineExceeded", wait="progress-deadline")
+        watch.wait_settled({"server": V2}, f"{what}: the held Pod replaced by the RecoveryPolicy", wait="recovery")
+        timeline = watch.snapshot_timeline()
+    assert event.type == "Warning", f"{what}: ProgressDeadlineExceeded must be a Warning Event, seen {event.type}"
+    assert (event.message or "").strip(), f"{what}: the ProgressDeadlineExceeded Event must say why"
+    patched = timeline.first_pod(lambda p: p.uid == victim and p.image == V2, since=mark)
+    assert patched is not None, (
+        f"{what}: the held Pod must be updated in place (its image patched) before the deadline handles it; "
+        f"it never was"
+    )
+    gone = timeline.gone_at(victim, since=mark)
+    assert gone is not None, f"{what}: the held Pod must be replaced after the deadline; it never was"
+    waited = gone.at - patched_at
+    assert waited >= deadline - 2, (
+        f"{what}: the held Pod was deleted {waited:.1f}s after the update, before progressDeadlineSeconds "
+        f"({deadline}s) passed: {gone.describe()}"
+    )
+
+
+@behaviour(
+    "inplace/update-method-enum",
+    "A rolloutStrategy.updateMethod other than Recreate or InPlace MUST be rejected at admission with a message "
+    "naming the field.",
+    UPDATE_METHOD,
+    Feature.IN_PLACE_UPDATE,
+)
+def test_update_method_enum(ms: ModelServings, manifest: Any) -> None:
+    # Not "InPlaceUpdate": the plugin document's spelling is read as a typo (spec reading 1), which an
+    # implementation may still accept as an alias.
+    for i, bad in enumerate(["Rolling", "Patch"]):
+        body = body_of(manifest, 0, updateMethod=bad)
+        body["metadata"]["name"] = f"method-{i}"
+        expect_refused(ms.try_create(body), f"updateMethod {bad!r}", "updateMethod")
