@@ -982,11 +982,24 @@ def _role_instances(
     by_instance = _by_instance(group)
     out: list[Instance] = []
     for role in roles:
-        for index in range(role.replicas):
+        present = {
+            index: all(p.running_ready for p in pods)
+            for (name, index), pods in by_instance.items()
+            if name == role.name
+        }
+        for index in _steady_ids(present, role.replicas):
             pods = by_instance.get((role.name, index))
             rev = _revision_of(pods) if pods else update_rev
             out.append((_defined(roles_for, rev, role), index, rev))
     return out
+
+
+def _steady_ids(present: dict[int, bool], replicas: int) -> list[int]:
+    """The instance indices a Role keeps without a rollout: the ones it has (a surge instance that
+    outlived the rollout included), the not-ready then highest beyond ``replicas`` dropped, the
+    lowest free ones added up to ``replicas``. (``present``: index -> ready.)"""
+    keep = sorted(present, key=lambda i: (not present[i], i))[: max(0, replicas)]
+    return sorted(rollout.slots(set(keep), replicas))
 
 
 def _role_pace(role: Role) -> rollout.Pace:
@@ -1078,7 +1091,10 @@ def _role_rollout(
                 if pod.revision != update_rev and not pod.deleting:
                     body = {"metadata": {"uid": pod.uid, "labels": {LABEL_REVISION: update_rev}}}
                     out.patch_pods.append(PodPatch(pod.name, pod.uid, pod.resource_version, body, "same template"))
-        ids = set(range(role.replicas)) if step is None else (set(present) - set(step.remove)) | set(step.create)
+        if step is None:
+            ids = set(_steady_ids({i: u.ready or u.terminating for i, u in present.items()}, role.replicas))
+        else:
+            ids = (set(present) - set(step.remove)) | set(step.create)
         older = [revs[(role.name, i)] for i, u in present.items() if u.outdated]
         for index in sorted(ids):
             if index in present:

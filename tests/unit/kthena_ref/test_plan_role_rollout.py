@@ -109,8 +109,14 @@ def test_role_surge_creates_a_new_instance_first() -> None:
     assert _instances(names(p.create_pods)) == {"0/a-2"} and p.delete_pods == []
     p = w.step()
     assert _instances([d.name for d in p.delete_pods]) == {"0/a-1"}
-    w.converge()
+    for _ in range(20):
+        p = w.step()
+        live = {n.rsplit("-", 1)[0] for n in w.pods}
+        assert len(live) >= 2, f"never fewer than 2 instances of Role a (maxUnavailable 0): {sorted(live)}"
+        if not (p.create_pods or p.delete_pods or p.patch_pods):
+            break
     assert len({n.rsplit("-", 1)[0] for n in w.pods}) == 2, "back to two instances"
+    assert not any(p.delete_pods and p.create_pods for p in w.plans[-3:]), "the surge instance is kept, not swapped"
 
 
 def test_worker_count_change_rebuilds_the_instance_with_the_new_count() -> None:
