@@ -16,13 +16,15 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from conformance.framework import drain
 from conformance.framework.waits import wait_for
 
 from . import modelservings
@@ -254,63 +256,6 @@ def _role_with(*, image: str = "engine:v1", **spec: Any) -> dict[str, Any]:
 # -- a node drain -----------------------------------------------------------------------------------
 
 
-@dataclass
-class DrainReport:
-    evicted: list[str] = field(default_factory=list)
-    refusals: list[str] = field(default_factory=list)  # the 429 messages, in order
-
-
-def drain(core: client.CoreV1Api, node: str, *, pod_selector: str, timeout: float, retry: float = 0.5) -> DrainReport:
-    """``kubectl drain NODE --pod-selector SEL``: cordon, then evict every matching Pod on the Node
-    at once through the Eviction API (never a delete), each retrying while refused (429) until the
-    deadline, and wait until every evicted Pod is gone (or replaced: another UID). Raises on any
-    other answer or on the deadline."""
-    core.patch_node(node, {"spec": {"unschedulable": True}})
-    listed = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}", label_selector=pod_selector)
-    pods = [p for p in listed.items if not p.metadata.deletion_timestamp]
-    report = DrainReport()
-    lock = threading.Lock()
-    deadline = time.monotonic() + timeout
-    together = threading.Barrier(max(len(pods), 1))  # kubectl starts every eviction at once
-
-    def evict(pod: Any) -> None:
-        ns, name, uid = pod.metadata.namespace, pod.metadata.name, pod.metadata.uid
-        body = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=ns))
-        together.wait()
-        while True:
-            try:
-                core.create_namespaced_pod_eviction(name, ns, body)
-                break
-            except ApiException as exc:
-                if exc.status == 404:
-                    return
-                if exc.status != 429:
-                    raise
-                with lock:
-                    report.refusals.append(json.loads(exc.body or "{}").get("message", ""))
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"drain of {node}: {name} still refused after {timeout}s: {report}")
-            time.sleep(retry)
-        with lock:
-            report.evicted.append(name)
-        while True:
-            try:
-                if core.read_namespaced_pod(name, ns).metadata.uid != uid:
-                    return
-            except ApiException as exc:
-                if exc.status == 404:
-                    return
-                raise
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"drain of {node}: {name} not deleted after {timeout}s")
-            time.sleep(0.1)
-
-    if pods:
-        with concurrent.futures.ThreadPoolExecutor(len(pods)) as pool:
-            list(pool.map(evict, pods))
-    return report
-
-
 @pytest.mark.serial
 def test_a_node_drain_respects_the_budget_and_completes_once_groups_are_back_elsewhere(
     world: World, api_client: Any, node_label: tuple[str, str]
@@ -341,16 +286,17 @@ def test_a_node_drain_respects_the_budget_and_completes_once_groups_are_back_els
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     try:
-        report = drain(core, node, pod_selector=f"{NAME}=dr", timeout=120)
+        # kubectl drain semantics (cordon, evict, retry 429s, wait until the node is empty), as the suite drains
+        report = drain.drain(SimpleNamespace(core=core), node, timeout=120, namespace=world.ns)
     finally:
         stop.set()
         watcher.join()
         capacity.join()
-        core.patch_node(node, {"spec": {"unschedulable": None}})
+        drain.uncordon(SimpleNamespace(core=core), node)
     assert lowest[0] >= 3, f"ready ServingGroups fell to {lowest[0]} during the drain: {report}"
-    assert sorted(report.evicted) == sorted(placed[node]), report
+    assert sorted(report.evicted) == sorted(f"{world.ns}/{name}" for name in placed[node]), report
     # 429s from the webhook (others can come from the API server's own flow control under load)
-    budget = [m for m in report.refusals if "admission webhook" in m]
+    budget = [a.message for a in report.refused if "admission webhook" in a.message]
     assert budget, f"the drain had to wait for the budget at least once: {report}"
     assert all("below minAvailable 3" in m for m in budget), budget
     world.all_ready("dr", 4, 1)
