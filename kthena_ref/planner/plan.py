@@ -1033,6 +1033,7 @@ def _role_rollout(
     by_instance = _by_instance(group)
     roles = ms.spec.template.roles
     steps: dict[str, rollout.Step | None] = {}
+    paces: dict[str, rollout.Pace] = {}
     units: dict[str, dict[int, rollout.Unit]] = {}
     revs: dict[tuple[str, int], str] = {}
     for role in roles:
@@ -1056,11 +1057,12 @@ def _role_rollout(
                 terminating=not live,
                 in_place=findings.enabled and not findings.group(rev, role.name),
             )
-        steps[role.name] = rollout.step(list(units[role.name].values()), _role_pace(role))
+        paces[role.name] = _role_pace(role)
+        steps[role.name] = rollout.step(list(units[role.name].values()), paces[role.name])
     strategy = ms.spec.rollout_strategy
     coordinated = strategy.role_coordination if strategy else None
     if coordinated is not None and not faults.active("coordination-ignored"):
-        _coordinate(coordinated, roles, units, steps)
+        _coordinate(coordinated, roles, units, steps, paces)
 
     patched: set[InstanceKey] = set()
     instances: list[Instance] = []
@@ -1113,6 +1115,7 @@ def _coordinate(
     roles: list[Role],
     units: dict[str, dict[int, rollout.Unit]],
     steps: dict[str, rollout.Step | None],
+    paces: dict[str, rollout.Pace],
 ) -> None:
     """Hold back the starts roleCoordination does not allow yet (edits ``steps``)."""
     progress: dict[str, coordination.RoleProgress] = {}
@@ -1121,7 +1124,7 @@ def _coordinate(
     for role in roles:
         present = units[role.name].values()
         refills[role.name] = set(range(role.replicas)) - set(units[role.name])
-        pace = _role_pace(role)
+        pace = paces[role.name]
         progress[role.name] = coordination.RoleProgress(
             replicas=role.replicas,
             target_ready=sum(1 for u in present if not u.outdated and u.ready and not u.terminating),
