@@ -20,7 +20,7 @@ import yaml
 
 from .cluster.errors import HarnessError
 from .cluster.registry import PROVIDER_NAMES, get_provider
-from .cluster.spec import ClusterSpec, NodePool
+from .cluster.spec import ClusterSpec, NodePool, load_crds
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -122,6 +122,14 @@ def device_pools(gpu_nodes: int | None, gpus: int, npu_nodes: int | None, npus: 
 @click.option(
     "--npus-per-node", type=click.IntRange(1, 128), default=8, show_default=True, help="NPU chips per NPU node"
 )
+@click.option(
+    "--crd",
+    "crd_files",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="a CRD manifest (YAML, several documents allowed) to install while the cluster starts; local: "
+    "Established before kube-controller-manager starts, so its garbage collector knows it at once (repeatable)",
+)
 @click.option("--owner-pid", type=int, default=None, hidden=True, help="tear down when this process exits")
 def cluster_up(
     provider_name: str,
@@ -137,6 +145,7 @@ def cluster_up(
     gpus_per_node: int,
     npu_nodes: int | None,
     npus_per_node: int,
+    crd_files: tuple[Path, ...],
     owner_pid: int | None,
 ) -> None:
     """Bring a cluster up and print its kubeconfig path.
@@ -163,6 +172,8 @@ def cluster_up(
             pools = overrides.get("node_pools") or [p.model_dump() for p in spec.node_pools]
             names = {p["name"] for p in accelerators}
             overrides["node_pools"] = [p for p in pools if p["name"] not in names] + accelerators
+        if crd_files:
+            overrides["crds"] = [*spec.crds, *load_crds(list(crd_files))]
         spec = ClusterSpec.parse({**spec.model_dump(), **overrides}, source="cluster options")
         provider = get_provider(provider_name, kubeconfig=kubeconfig, context=context)
         info = provider.up(spec, progress=_progress_printer(), owner_pid=owner_pid)

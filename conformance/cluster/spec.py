@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -98,6 +98,31 @@ class ClusterSpec(BaseModel):
     # (``gpu.example.com/device-count``, ``npu.example.com/device-count``): their DeviceClasses
     # and ResourceSlice publishers. Only the local provider runs them; kind uses their DaemonSets.
     fake_devices: bool = True
+    # CustomResourceDefinitions to install while the cluster starts. The local provider creates
+    # them, Established, before kube-controller-manager starts, so its garbage collector knows
+    # them from its first discovery (a CRD made later is tracked only at the next 30 s resync:
+    # until then a deleted owner's dependents stay). Other providers ignore them: there the
+    # implementation's own installation creates its CRDs.
+    crds: list[dict[str, Any]] = Field(default_factory=list)
+
+    @field_validator("crds")
+    @classmethod
+    def _crds_are_crds(cls, v: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        names: list[str] = []
+        for i, doc in enumerate(v):
+            if doc.get("apiVersion") != "apiextensions.k8s.io/v1" or doc.get("kind") != "CustomResourceDefinition":
+                raise ValueError(
+                    f"crds[{i}] is a {doc.get('apiVersion')}/{doc.get('kind')}, "
+                    "not an apiextensions.k8s.io/v1 CustomResourceDefinition"
+                )
+            name = (doc.get("metadata") or {}).get("name")
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"crds[{i}] has no metadata.name")
+            names.append(name)
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"CRDs must be named once, repeated: {', '.join(dupes)}")
+        return v
 
     @field_validator("extra_scheduler_names")
     @classmethod
@@ -178,3 +203,25 @@ def format_validation_error(exc: ValidationError) -> str:
             loc += f"[{part}]" if isinstance(part, int) else (f".{part}" if loc else str(part))
         lines.append(f"  {loc or '(top level)'}: {err['msg']}")
     return "\n".join(lines)
+
+
+def load_crds(paths: list[Path]) -> list[dict[str, Any]]:
+    """The CustomResourceDefinitions in YAML files (several documents per file allowed), for
+    :attr:`ClusterSpec.crds`; other kinds are refused, naming the file and document."""
+    out: list[dict[str, Any]] = []
+    for path in paths:
+        try:
+            docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        except OSError as exc:
+            raise HarnessError(f"cannot read CRD file {path}: {exc.strerror}", "check the path") from exc
+        except (UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise HarnessError(f"CRD file {path} is not valid YAML: {exc}", "fix the file") from exc
+        for i, doc in enumerate(docs):
+            if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
+                kind = doc.get("kind") if isinstance(doc, dict) else type(doc).__name__
+                raise HarnessError(
+                    f"CRD file {path}, document {i + 1}: a {kind}, not a CustomResourceDefinition",
+                    "pass only CRD manifests with --crd; apply other objects after the cluster is up",
+                )
+            out.append(doc)
+    return out

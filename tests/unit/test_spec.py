@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from conformance.cluster.errors import HarnessError
-from conformance.cluster.spec import DEFAULT_CAPACITY, ClusterSpec, NodePool, Taint
+from conformance.cluster.spec import DEFAULT_CAPACITY, ClusterSpec, NodePool, Taint, load_crds
 
 
 def _parse_error(data: object, source: str = "cluster spec") -> HarnessError:
@@ -412,3 +413,62 @@ def test_from_file_non_utf8_is_a_harness_error(tmp_path: Path) -> None:
     path.write_bytes("name: demo\n".encode("utf-16"))
     with pytest.raises(HarnessError):
         ClusterSpec.from_file(path)
+
+
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "a.example.com"},
+}
+
+
+@pytest.mark.parametrize(
+    ("crds", "message"),
+    [
+        ([{**CRD, "kind": "ConfigMap"}], "crds[0] is a apiextensions.k8s.io/v1/ConfigMap"),
+        (
+            [{**CRD, "apiVersion": "apiextensions.k8s.io/v1beta1"}],
+            "not an apiextensions.k8s.io/v1 CustomResourceDefinition",
+        ),
+        ([CRD, {**CRD, "metadata": {}}], "crds[1] has no metadata.name"),
+        ([CRD, CRD], "repeated: a.example.com"),
+    ],
+)
+def test_crds_must_be_named_crds(crds: list[dict[str, Any]], message: str) -> None:
+    with pytest.raises(HarnessError) as exc:
+        ClusterSpec.parse({"crds": crds})
+    assert "crds" in exc.value.message and message in exc.value.message
+
+
+def test_crds_default_to_none_and_round_trip_through_json() -> None:
+    assert ClusterSpec().crds == []
+    spec = ClusterSpec.parse({"crds": [CRD]})
+    assert ClusterSpec.model_validate_json(spec.model_dump_json()).crds == [CRD]
+
+
+def test_load_crds_reads_every_document(tmp_path: Path) -> None:
+    path = tmp_path / "crds.yaml"
+    other = {**CRD, "metadata": {"name": "b.example.com"}}
+    path.write_text(yaml.safe_dump(CRD) + "---\n" + yaml.safe_dump(other) + "---\n")
+    assert load_crds([path]) == [CRD, other]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("kind: ConfigMap\n", "document 1: a ConfigMap, not a CustomResourceDefinition"),
+        ("- a\n", "document 1: a list, not a CustomResourceDefinition"),
+        ("a: [\n", "is not valid YAML"),
+    ],
+)
+def test_load_crds_refuses_what_is_not_a_crd(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "crds.yaml"
+    path.write_text(content)
+    with pytest.raises(HarnessError) as exc:
+        load_crds([path])
+    assert str(path) in exc.value.message and message in exc.value.message
+
+
+def test_load_crds_names_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(HarnessError, match="cannot read CRD file"):
+        load_crds([tmp_path / "absent.yaml"])

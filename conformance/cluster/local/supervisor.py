@@ -1,7 +1,8 @@
 """The process that owns one embedded cluster, from ``up`` to ``down``.
 
 ``python -m conformance.cluster.local.supervisor RUN_DIR [--owner-pid PID]`` reads
-``RUN_DIR/spec.json``, generates certificates, picks free ports, starts etcd, kube-apiserver,
+``RUN_DIR/spec.json``, generates certificates, picks free ports, starts etcd and kube-apiserver,
+creates the spec's CRDs (Established before the garbage collector's first discovery), starts
 kube-controller-manager, kube-scheduler and kwok (and CoreDNS, when ``--coredns`` names its binary),
 registers the fake Nodes and waits until the API is ready, every component is healthy (CoreDNS: its
 kubernetes plugin has synced), every Node is Ready and the ``default`` ServiceAccount exists.
@@ -222,6 +223,9 @@ class Supervisor:
             cert=self.layout.pki / "admin.crt",
             key=self.layout.pki / "admin.key",
         )
+        if self.spec.crds:
+            self.install_crds(api)
+            self.timings["crds_established"] = self.elapsed()
         rest = [plan["kube-controller-manager"], plan["kube-scheduler"], plan["kwok"]]
         if "coredns" in plan:
             self.grant_coredns(api)
@@ -252,6 +256,31 @@ class Supervisor:
             self.timings["devices_published"] = self.elapsed()
         self.timings["ready"] = self.elapsed()
         return ports
+
+    def install_crds(self, api: RestClient) -> None:
+        """The spec's CRDs, Established before kube-controller-manager starts (see
+        :attr:`ClusterSpec.crds`: its garbage collector then tracks them from the first sync)."""
+        names = [crd["metadata"]["name"] for crd in self.spec.crds]
+        self.emit("progress", message="installing CRDs before kube-controller-manager: " + ", ".join(names))
+        path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        for crd in self.spec.crds:
+            resp = api.post(path, crd)
+            if resp.status not in (201, 409):
+                raise HarnessError(
+                    f"creating CRD {crd['metadata']['name']} failed: HTTP {resp.status} {resp.body[:300]!r}",
+                    "check the CRD manifest (cluster spec `crds`)",
+                )
+
+        def established(name: str) -> bool:
+            resp = api.get(f"{path}/{name}")
+            if resp.status != 200:
+                return False
+            data = resp.json()
+            assert isinstance(data, dict)
+            conditions = (data.get("status") or {}).get("conditions") or []
+            return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+        self.wait_for("CRDs Established: " + ", ".join(names), lambda: all(established(n) for n in names))
 
     def start_fake_devices(self, api: RestClient, drivers: list[str]) -> None:
         """RBAC and DeviceClasses for the fake DRA drivers, then one publisher per driver."""
