@@ -9,8 +9,9 @@ that no failure hides as ``not-supported`` for a feature the implementation decl
 
 Top level (camelCase on disk): ``schemaVersion``, ``kind``, ``suite`` {name, version, digest},
 ``run`` {id, startedAt, finishedAt, durationSeconds, interrupted, interruption, command,
-selection {profiles, features, ids}, keep, timeouts}, ``implementation`` (``Support.as_report()``
-plus deployedBy/log), ``cluster``, ``preflight`` [{name, result, message}], ``profiles``,
+selection {profiles, features, ids}, keep, timeouts, shard {index, total, behaviours} of a sharded
+run, shards [{index, total, runId, cluster, preflight, ...}] of a merged report}, ``implementation``
+(``Support.as_report()`` plus deployedBy/log), ``cluster``, ``preflight`` [{name, result, message}], ``profiles``,
 ``tests``, ``verdict``, ``error`` {message, hint}, ``notes``, ``exitCode``, and ``accelerators``
 {capabilities [{file, sha256, vendor, driver, driverVersion, deviceClasses}], fakeDevices, faults,
 warnings} when the Accelerators profile had capability files.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterable
@@ -88,6 +90,8 @@ class RunInfo(_Model):
     selection: Selection = Field(default_factory=Selection)
     keep: str
     timeouts: dict[str, Any] = Field(default_factory=dict)
+    shard: ShardInfo | None = None  # a sharded run (optional: older reports have none)
+    shards: list[ShardRecord] | None = None  # a merged report (`report merge`): its shards
 
 
 class PreflightCheck(_Model):
@@ -99,6 +103,33 @@ class PreflightCheck(_Model):
 class ErrorInfo(_Model):
     message: str
     hint: str | None = None
+
+
+class ShardInfo(_Model):
+    """A sharded run's shard (``--shard INDEX/TOTAL``) and the behaviours it was given."""
+
+    index: int
+    total: int
+    behaviours: list[str] = Field(default_factory=list)
+
+
+class ShardRecord(_Model):
+    """One shard of a merged report (``kthena-conformance report merge``): where and how it ran."""
+
+    index: int
+    total: int
+    source: str = ""
+    run_id: str
+    started_at: dt.datetime
+    finished_at: dt.datetime | None = None
+    duration_seconds: float | None = None
+    verdict: Verdict
+    exit_code: int | None = None
+    behaviours: int = 0
+    cluster: dict[str, Any] = Field(default_factory=dict)
+    preflight: list[PreflightCheck] = Field(default_factory=list)
+    implementation_log: str | None = None
+    error: ErrorInfo | None = None
 
 
 class ProfileEntry(_Model):
@@ -190,7 +221,24 @@ def write(report: dict[str, Any] | Report, directory: Path) -> list[Path]:
     yaml_path, json_path = directory / YAML_NAME, directory / JSON_NAME
     _atomic_write(yaml_path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120))
     _atomic_write(json_path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    _write_page(model, directory)
     return [yaml_path, json_path]
+
+
+def _write_page(model: Report, directory: Path) -> None:
+    """``index.html`` beside the reports, for people; a page that cannot be rendered costs only
+    the page (a stale one is removed, a note goes to stderr), never the YAML or JSON."""
+    from . import html_report
+
+    try:
+        html_report.write(model, directory)
+    except Exception as exc:
+        (directory / html_report.INDEX_NAME).unlink(missing_ok=True)
+        print(
+            f"note: {directory / html_report.INDEX_NAME} was not written ({type(exc).__name__}: {exc}); "
+            "the YAML and JSON reports are complete",
+            file=sys.stderr,
+        )
 
 
 def _atomic_write(path: Path, text: str) -> None:
