@@ -384,8 +384,8 @@ def run_command(
     (REPORT_DIR/conformance-report.{yaml,json}), junit.xml and allure-results/ are written in
     every case.
     """
-    from .runner import RunOptions
-    from .runner import run as run_suite
+    from .run.options import RunOptions
+    from .run.orchestration import run as run_suite
 
     options = RunOptions(
         provider_name=provider_name,

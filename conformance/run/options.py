@@ -1,0 +1,48 @@
+"""What a conformance run is asked to do, and the exit codes it answers with.
+
+Its own module so the run's parts (orchestration, accelerators) share one definition of the
+options without importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the ``conformance`` package
+REFERENCE_SUPPORT = PACKAGE_DIR / "implementations" / "kthena-ref-support.yaml"
+EXIT_OK, EXIT_NONCONFORMANT, EXIT_USAGE, EXIT_CLUSTER, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+@dataclass
+class RunOptions:
+    provider_name: str = "local"
+    report_dir: Path = Path("reports")
+    kubeconfig: str | None = None
+    context: str | None = None
+    keep_cluster: bool = False
+    cluster_name: str | None = None  # reuse (or make and keep) this cluster; default: a fresh one
+    cluster_owner_pid: int | None = None  # with keep_cluster: the kept cluster still dies with this process
+    implementation: str = "reference"  # or "external"
+    support_file: Path | None = None
+    supported_features: list[str] = field(default_factory=list)
+    all_features: bool = False
+    implementation_name: str | None = None
+    implementation_version: str | None = None
+    profiles: list[str] = field(default_factory=list)
+    features: list[str] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    skip_slow: bool = False
+    workers: int = 2
+    timeout_scale: str = "1"
+    timeouts: list[str] = field(default_factory=list)
+    keep: str = "never"
+    dry_run: bool = False
+    reference_faults: list[str] = field(default_factory=list)  # self-validation only
+    controller_log: Path | None = None  # external: the implementation's log, for evidence
+    pytest_args: list[str] = field(default_factory=list)
+    # Accelerators: capability files of the DRA drivers to certify; --fake-devices adds the fake
+    # drivers' shipped files; fake_device_faults break the fake drivers (self-validation only).
+    capabilities: list[Path] = field(default_factory=list)
+    fake_devices: bool = False
+    fake_device_faults: list[str] = field(default_factory=list)

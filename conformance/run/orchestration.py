@@ -1,0 +1,404 @@
+"""``kthena-conformance run``: provision, deploy, preflight, run the suite, write the report.
+
+The main job, end to end:
+
+1. validate the inputs (support declaration, selection, waits): a mistake is one clear message,
+   exit code 2, and a report saying so;
+2. bring up the cluster (any provider) and deploy the implementation under test: the reference
+   controller (least-privilege token, admission webhook), or ``external`` (already running);
+3. preflight: what the cluster must provide (Nodes Ready, the ModelServing CRD served at
+   v1alpha1, a validating webhook answering, the schedulers the suite's manifests name), each
+   missing item named; a failed preflight runs no test (exit 3);
+4. the suite in two pytest passes, in subprocesses: the tests that may share the cluster on
+   ``--workers`` xdist workers, then the ones that must run alone;
+5. merge both passes with the catalog: every behaviour of the selected profiles appears in the
+   report, as run or as skipped-by-user / not-supported / not run (interrupted); verdicts per
+   profile; the report (YAML + JSON), JUnit XML and allure results are written in every case,
+   including Ctrl-C, and this run's leftover namespaces are swept.
+
+Exit codes: 0 every selected profile succeeded; 1 a profile is failure, partial or not-run;
+2 bad input; 3 the cluster or its preflight failed; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..cluster.errors import HarnessError
+from ..cluster.provider import ClusterInfo, Progress, quiet
+from ..cluster.registry import get_provider
+from ..cluster.spec import ClusterSpec
+from .accelerators import device_pools, fake_device_faults, load_accelerators
+from .deploy import deploy_reference
+from .options import (
+    EXIT_CLUSTER,
+    EXIT_INTERRUPTED,
+    EXIT_NONCONFORMANT,
+    EXIT_OK,
+    EXIT_USAGE,
+    PACKAGE_DIR,
+    REFERENCE_SUPPORT,
+    RunOptions,
+)
+from .preflight import preflight
+
+__all__ = ["RunOptions", "RunResult", "options_wait", "run"]
+
+
+@dataclass
+class RunResult:
+    report: dict[str, Any]
+    paths: list[Path] = field(default_factory=list)
+    exit_code: int = EXIT_OK
+    listing: list[str] = field(default_factory=list)  # --dry-run
+
+
+def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
+    """The whole job; always writes the report (see the module docstring)."""
+    from ..framework import catalog
+    from ..framework.features import SelectionError
+    from ..framework.selection import Selection
+    from ..framework.support import SupportFileError
+    from ..framework.timeouts import TimeoutConfigError, Timeouts
+
+    started = dt.datetime.now(dt.UTC)
+    run_id = secrets.token_hex(4)
+    behaviours = catalog.collect()
+    data: dict[str, Any] = {
+        "suite": {"name": "kthena-conformance", "version": __version__, "digest": catalog.suite_digest()},
+        "run": {
+            "id": run_id,
+            "startedAt": started.isoformat(),
+            "command": list(sys.argv),
+            "keep": options.keep,
+            "selection": {"profiles": options.profiles, "features": options.features, "ids": options.ids},
+        },
+        "implementation": {"name": options.implementation_name or options.implementation},
+        "verdict": "error",
+        "notes": [],
+    }
+    result = RunResult(data)
+    from ..framework.capabilities import CapabilityFileError, effective_support
+
+    try:
+        capabilities, options = load_accelerators(options, data)
+        support = effective_support(_support(options), capabilities)
+        selection = Selection.parse(options.profiles, options.features, options.ids, include_slow=not options.skip_slow)
+        selection.check_ids(behaviours)
+        timeouts = Timeouts.from_options(options.timeout_scale, options.timeouts)
+    except (SupportFileError, SelectionError, TimeoutConfigError, CapabilityFileError) as exc:
+        data["error"] = {"message": str(exc), "hint": "see `kthena-conformance run --help`"}
+        result.exit_code = EXIT_USAGE
+        return _finish(result, options, started)
+    data["implementation"] = {**support.as_report(), "deployedBy": "harness" if options.implementation == "reference"
+                              else "external"}  # fmt: skip
+    data["run"]["selection"] = selection.as_report()
+    data["run"]["timeouts"] = timeouts.as_report()
+    selected = [b for b in behaviours if selection.selects(b)]
+    if options.dry_run:
+        result.listing = [
+            f"{b.id:60} {b.profile.name:20} {'serial' if b.serial else 'parallel':8} "
+            + ("run" if all(support.supports(f) for f in b.features) else "not-supported")
+            for b in selected
+        ]
+        data["verdict"] = "not-run"
+        data["notes"].append("dry run: nothing was run")
+        data["tests"] = []
+        return _finish(result, options, started, write=False)
+
+    provider = get_provider(options.provider_name, kubeconfig=options.kubeconfig, context=options.context)
+    info: ClusterInfo | None = None
+    controller: Any = None
+    passes: list[dict[str, Any]] = []
+    secrets_dir = tempfile.TemporaryDirectory(prefix="kthena-conformance-secrets-")
+    report_dir = options.report_dir.resolve()
+    work = report_dir / ".passes"
+    try:
+        _clean(report_dir)
+        progress(f"bringing up the {options.provider_name} cluster")
+        spec = ClusterSpec(name=options.cluster_name or f"conformance-{os.getpid()}")
+        if capabilities and options.provider_name in ("local", "kind"):
+            spec = spec.model_copy(update={"node_pools": [*spec.node_pools, *device_pools(capabilities)]})
+        with fake_device_faults(options.fake_device_faults):
+            info = provider.up(
+                spec, progress=progress, owner_pid=options.cluster_owner_pid if options.keep_cluster else os.getpid()
+            )
+        data["cluster"] = info.as_report()
+        controller_log = options.controller_log
+        if options.implementation == "reference":
+            progress("deploying the reference controller (least-privilege token, webhook)")
+            controller = deploy_reference(info, Path(secrets_dir.name), report_dir, options.reference_faults)
+            controller_log = controller.log
+            data["implementation"]["log"] = str(controller.log)
+            if options.reference_faults:
+                data["implementation"]["faults"] = list(options.reference_faults)
+        progress("running preflight checks")
+        checks = preflight(info)
+        data["preflight"] = [c.as_dict() for c in checks]
+        if not all(c.ok or not c.required for c in checks):
+            missing = ", ".join(c.name for c in checks if not c.ok and c.required)
+            data["error"] = {"message": f"preflight failed: {missing}", "hint": "see the preflight section"}
+            result.exit_code = EXIT_CLUSTER
+            return result
+        work.mkdir(parents=True, exist_ok=True)
+        info_file = work / "cluster.json"
+        info_file.write_text(info.to_json())
+        base = _pytest_base(options, info, info_file, run_id, report_dir, controller_log)
+        for pass_name in ("parallel", "serial"):
+            if not any(_in_pass(b, pass_name) for b in selected):
+                continue
+            progress(f"running the {pass_name} pass")
+            passes.append(_run_pass(base, pass_name, options, work, progress))
+            if passes[-1]["interrupted"]:
+                break
+    except KeyboardInterrupt:
+        data["run"]["interrupted"] = True
+        data["run"]["interruption"] = "interrupted (SIGINT) while running"
+        result.exit_code = EXIT_INTERRUPTED
+    except HarnessError as exc:
+        data["error"] = {"message": exc.message, "hint": exc.hint}
+        result.exit_code = EXIT_CLUSTER
+    finally:
+        try:
+            if info is not None and passes is not None:
+                _assemble(data, passes, behaviours, selection, support, result)
+                _sweep(info, run_id, options, data)
+        finally:
+            if controller is not None:
+                controller.stop()
+            secrets_dir.cleanup()
+            if info is not None and not options.keep_cluster:
+                provider.down(info.name)
+            _finish(result, options, started)
+    return result
+
+
+def _in_pass(b: Any, pass_name: str) -> bool:
+    from ..framework.selection import in_pass
+
+    return in_pass(b, pass_name)
+
+
+def _support(options: RunOptions) -> Any:
+    from ..framework.support import SupportFileError, load_support, support_from_flags
+
+    if options.support_file is not None:
+        return load_support(options.support_file)
+    if options.supported_features or options.all_features:
+        return support_from_flags(
+            options.implementation_name or options.implementation,
+            options.implementation_version or "unknown",
+            options.supported_features,
+            options.all_features,
+        )
+    if options.implementation == "reference":
+        return load_support(REFERENCE_SUPPORT)
+    raise SupportFileError(
+        "an external implementation must declare what it supports: --support-file FILE, "
+        "--supported-features A,B or --all-features"
+    )
+
+
+def _pytest_base(
+    options: RunOptions,
+    info: ClusterInfo,
+    info_file: Path,
+    run_id: str,
+    report_dir: Path,
+    controller_log: Path | None,
+) -> list[str]:
+    args = [
+        sys.executable, "-m", "pytest",
+        "-p", "conformance.framework.plugin", "-p", "no:cacheprovider",
+        "-c", str(PACKAGE_DIR / "suites" / "pytest.ini"), "--rootdir", str(PACKAGE_DIR / "suites"),
+        str(PACKAGE_DIR / "suites"),
+        "--kubeconfig", str(info.kubeconfig),
+        "--cluster-info", str(info_file),
+        "--run-id", run_id,
+        "--keep", options.keep,
+        "--artifacts-dir", str(report_dir / "artifacts"),
+        "--wait-scale", options.timeout_scale,
+        "--alluredir", str(report_dir / "allure-results"),
+        "-q", "-rN", "--durations=15",
+    ]  # fmt: skip
+    if info.context:
+        args += ["--context", info.context]
+    if options.support_file is not None:
+        args += ["--support-file", str(options.support_file.resolve())]
+    elif options.supported_features or options.all_features:
+        args += ["--implementation-name", options.implementation_name or options.implementation]
+        args += ["--implementation-version", options.implementation_version or "unknown"]
+        args += [f"--supported-features={f}" for f in options.supported_features]
+        args += ["--all-features"] if options.all_features else []
+    else:
+        args += ["--support-file", str(REFERENCE_SUPPORT)]
+    for flag, values in (("--profile", options.profiles), ("--feature", options.features), ("--id", options.ids)):
+        args += [f"{flag}={v}" for v in values]
+    args += [f"--wait={w}" for w in options.timeouts]
+    if options.skip_slow:
+        args.append("--skip-slow")
+    if controller_log is not None:
+        args += ["--controller-log", str(controller_log)]
+    args += [f"--capabilities={p.resolve()}" for p in options.capabilities]
+    return [*args, *options.pytest_args]
+
+
+def _run_pass(base: list[str], pass_name: str, options: RunOptions, work: Path, progress: Progress) -> dict[str, Any]:
+    results = work / f"{pass_name}.json"
+    results.unlink(missing_ok=True)
+    args = [*base, "--suite-pass", pass_name, "--results-file", str(results)]
+    if pass_name == "parallel" and options.workers > 1:
+        args += ["-n", str(options.workers)]
+    log = work / f"{pass_name}.log"
+    started = time.monotonic()
+    with log.open("w") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=str(work), stdin=subprocess.DEVNULL)
+        try:
+            code = proc.wait()
+        except KeyboardInterrupt:
+            # The same SIGINT reached pytest (same process group): let it finish its report.
+            try:
+                code = proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = proc.wait()
+            payload = _read_pass(results, pass_name, code, log)
+            payload["interrupted"] = True
+            progress(f"{pass_name} pass interrupted after {time.monotonic() - started:.0f}s")
+            return payload
+    progress(f"{pass_name} pass finished in {time.monotonic() - started:.0f}s (pytest exit {code})")
+    return _read_pass(results, pass_name, code, log)
+
+
+def _read_pass(results: Path, pass_name: str, code: int, log: Path) -> dict[str, Any]:
+    try:
+        payload: dict[str, Any] = json.loads(results.read_text())
+    except (OSError, ValueError):
+        tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+        return {"pass": pass_name, "exitStatus": code, "interrupted": code == 2, "results": [], "crashed": tail}
+    if code not in (0, 1, 2, 5):
+        payload["crashed"] = log.read_text(errors="replace")[-3000:]
+    return payload
+
+
+def _assemble(
+    data: dict[str, Any],
+    passes: list[dict[str, Any]],
+    behaviours: list[Any],
+    selection: Any,
+    support: Any,
+    result: RunResult,
+) -> None:
+    """Every selected profile's behaviours, as run or as the reason they were not."""
+    from ..framework.features import PROFILES
+    from ..framework.outcomes import Outcome, TestResult, overall_verdict, profile_verdict
+
+    by_id: dict[str, TestResult] = {}
+    for payload in passes:
+        for raw in payload.get("results", []):
+            r = TestResult.from_dict(raw)
+            by_id[r.id] = r
+        if payload.get("interrupted"):
+            data["run"]["interrupted"] = True
+            data["run"].setdefault("interruption", f"the {payload['pass']} pass was interrupted")
+        if payload.get("crashed"):
+            data["notes"].append(f"the {payload['pass']} pass ended abnormally: {payload['crashed'][-800:]}")
+        if payload.get("warnings") and data.get("accelerators") is not None:
+            for bid, text in sorted(payload["warnings"].items()):
+                data["accelerators"]["warnings"].append(f"{bid}: {text}")
+    interrupted = bool(data["run"].get("interrupted"))
+    profiles = [p for p in PROFILES.values() if not selection.profiles or p.name in selection.profiles]
+    wanted = {f for p in profiles for f in p.features}
+    tests: list[TestResult] = []
+    for b in behaviours:
+        if b.feature not in wanted:
+            continue
+        found = by_id.get(b.id)
+        if found is None:
+            if not selection.selects(b):
+                outcome, message = Outcome.SKIPPED_BY_USER, "not selected (--profile/--feature/--id/--skip-slow)"
+            elif not all(support.supports(f) for f in b.features):
+                missing = next(f for f in b.features if not support.supports(f))
+                outcome, message = Outcome.NOT_SUPPORTED, f"{missing}: {support.reason(missing)}"
+            else:
+                outcome = Outcome.ERROR
+                message = (
+                    "not run: the run was interrupted"
+                    if interrupted
+                    else f"not run: {data['error']['message']}"
+                    if data.get("error")
+                    else "not run: its pass did not report it"
+                )
+            found = TestResult(b.id, "", b.feature, outcome, 0.0, message, b.statement, b.spec)
+        tests.append(found)
+    data["tests"] = [t.as_dict() for t in tests]
+    results = [profile_verdict(p, [t for t in tests if t.feature in p.features], support) for p in profiles]
+    data["profiles"] = [r.as_dict() for r in results]
+    preflight_ok = all(c.get("result") != "missing" for c in data.get("preflight", []))
+    verdict = overall_verdict(results, preflight_ok, interrupted)
+    data["verdict"] = str(verdict)
+    if result.exit_code == EXIT_OK:
+        if interrupted:
+            result.exit_code = EXIT_INTERRUPTED
+        elif str(verdict) != "success":
+            result.exit_code = EXIT_NONCONFORMANT
+
+
+def _sweep(info: ClusterInfo, run_id: str, options: RunOptions, data: dict[str, Any]) -> None:
+    """Remove what this run left (a killed worker's namespace), unless asked to keep it."""
+    if options.keep != "never":
+        return
+    from ..framework import namespaces
+    from ..framework.kube import Kube
+
+    try:  # tests delete their namespaces without waiting; the run waits for all of them here
+        kube = Kube.connect(info.kubeconfig, info.context)
+        swept = namespaces.sweep(kube, run_id, wait=options_wait(options))
+    except Exception as exc:
+        data["notes"].append(f"sweeping this run's namespaces failed: {exc}")
+        return
+    if swept:
+        data["notes"].append(f"waited for the removal of {len(swept)} test namespace(s) of this run")
+
+
+def options_wait(options: RunOptions) -> float:
+    from ..framework.timeouts import Timeouts
+
+    return Timeouts.from_options(options.timeout_scale, options.timeouts).seconds("namespace-cleanup")
+
+
+def _clean(report_dir: Path) -> None:
+    """A report directory holds one run: old results, JUnit and allure files go first."""
+    import shutil
+
+    for name in ("allure-results", "artifacts", ".passes"):
+        shutil.rmtree(report_dir / name, ignore_errors=True)
+    for name in ("junit.xml", "conformance-report.yaml", "conformance-report.json"):
+        (report_dir / name).unlink(missing_ok=True)
+
+
+def _finish(result: RunResult, options: RunOptions, started: dt.datetime, *, write: bool = True) -> RunResult:
+    from ..framework import junit, report
+
+    data = result.report
+    finished = dt.datetime.now(dt.UTC)
+    data["run"]["finishedAt"] = finished.isoformat()
+    data["run"]["durationSeconds"] = round((finished - started).total_seconds(), 1)
+    data["exitCode"] = result.exit_code
+    data.setdefault("tests", [])
+    if not write:
+        return result
+    result.paths = report.write(data, options.report_dir)
+    result.paths.append(junit.write(data, options.report_dir / "junit.xml"))
+    return result
