@@ -18,10 +18,10 @@ from .options import RunOptions
 
 
 def fake_capability_files() -> list[Path]:
-    """The fake drivers' shipped capability files (``fake-devices/capabilities/*.yaml``)."""
+    """The fake drivers' shipped capability files (package data of ``fake_devices``)."""
     import fake_devices
 
-    return sorted((Path(fake_devices.__file__).resolve().parent.parent / "capabilities").glob("*.yaml"))
+    return fake_devices.capability_files()
 
 
 def load_accelerators(options: RunOptions, data: dict[str, Any]) -> tuple[list[Any], RunOptions]:
@@ -43,7 +43,7 @@ def load_accelerators(options: RunOptions, data: dict[str, Any]) -> tuple[list[A
         shipped = fake_capability_files()
         if not shipped:
             raise CapabilityFileError(
-                "--fake-devices: the fake drivers' capability files (fake-devices/capabilities/*.yaml) are not "
+                "--fake-devices: the fake drivers' capability files (fake_devices/capabilities/*.yaml) are not "
                 "installed; pass them with --capabilities FILE"
             )
         files += [f for f in shipped if f.resolve() not in {p.resolve() for p in files}]

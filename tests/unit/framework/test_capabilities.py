@@ -31,7 +31,7 @@ from fake_devices.drivers import GPU, NPU
 from fake_devices.publisher import desired_slice, plan
 
 ROOT = Path(__file__).resolve().parents[3]
-SHIPPED = ROOT / "fake-devices" / "capabilities"
+SHIPPED = ROOT / "fake-devices" / "fake_devices" / "capabilities"
 
 VALID: dict[str, Any] = {
     "apiVersion": "conformance.kthena.io/capabilities/v1",
