@@ -42,6 +42,7 @@ SCHEMA_VERSION: Final = "conformance.kthena.io/report/v1"
 KIND: Final = "ConformanceReport"
 YAML_NAME = "conformance-report.yaml"
 JSON_NAME = "conformance-report.json"
+PAGE_NAME = "index.html"  # the HTML page beside them (html_report)
 
 
 class ReportError(Exception):
@@ -226,17 +227,18 @@ def write(report: dict[str, Any] | Report, directory: Path) -> list[Path]:
 
 
 def _write_page(model: Report, directory: Path) -> None:
-    """``index.html`` beside the reports, for people; a page that cannot be rendered costs only
-    the page (a stale one is removed, a note goes to stderr), never the YAML or JSON."""
-    from . import html_report
-
+    """``index.html`` beside the reports, for people; a page that cannot be rendered (Jinja2
+    missing included) costs only the page (a stale one is removed, a note goes to stderr), never
+    the YAML or JSON."""
+    page = directory / PAGE_NAME
     try:
+        from . import html_report
+
         html_report.write(model, directory)
     except Exception as exc:
-        (directory / html_report.INDEX_NAME).unlink(missing_ok=True)
+        page.unlink(missing_ok=True)
         print(
-            f"note: {directory / html_report.INDEX_NAME} was not written ({type(exc).__name__}: {exc}); "
-            "the YAML and JSON reports are complete",
+            f"note: {page} was not written ({type(exc).__name__}: {exc}); the YAML and JSON reports are complete",
             file=sys.stderr,
         )
 
