@@ -1,12 +1,12 @@
 """The suite as a pytest plugin (``pytest -p conformance.framework.plugin conformance/suites``).
 
 It connects to the cluster given (any kubeconfig and context), decides per test whether it runs
-(selection, pass) or is reported not-supported (the implementation's declared features), gives
-every test a fresh namespace, a per-test User-Agent, documented waits and a ModelServing handle,
-collects evidence on failure before cleanup, classifies every outcome (passed, non-conformant,
-error, not-supported) in the process that ran it, and writes one results file per pass from the
-controlling process (xdist workers included). :mod:`conformance.runner` merges the passes into
-the report; the plugin also works on its own with plain pytest.
+(selection, ``--shard``, pass) or is reported not-supported (the implementation's declared
+features), gives every test a fresh namespace, a per-test User-Agent, documented waits and a
+ModelServing handle, collects evidence on failure before cleanup, classifies every outcome
+(passed, non-conformant, error, not-supported) in the process that ran it, and writes one results
+file per pass from the controlling process (xdist workers included). :mod:`conformance.runner`
+merges the passes into the report; the plugin also works on its own with plain pytest.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from .catalog import Behaviour, register_markers
 from .features import SelectionError
 from .outcomes import Outcome, TestResult, classify, combine, not_supported
 from .selection import Selection, in_pass
+from .shard import Shard
 from .support import Support, SupportFileError, load_support, support_from_flags
 from .timeouts import TimeoutConfigError, Timeouts
 
@@ -48,6 +49,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--feature", action="append", default=[], help="run these features only")
     g.addoption("--id", dest="behaviour_ids", action="append", default=[], help="run these behaviour ids (globs)")
     g.addoption("--skip-slow", action="store_true", help="skip tests marked slow")
+    g.addoption("--shard", default=None, help="run only shard I of N of the selection (I/N, see framework/shard.py)")
     g.addoption("--wait-scale", default="1", help="multiply every documented wait by this factor")
     g.addoption("--wait", dest="waits", action="append", default=[], help="override one wait: NAME=SECONDS")
     g.addoption("--keep", choices=["never", "on-failure", "always"], default="never", help="keep test namespaces")
@@ -83,6 +85,7 @@ class SuiteState:
             self.selection = Selection.parse(
                 opt("--profile"), opt("--feature"), opt("behaviour_ids"), include_slow=not opt("--skip-slow")
             )
+            self.shard: Shard | None = Shard.parse(opt("--shard")) if opt("--shard") else None
             self.capabilities: list[Capabilities] = load_all(Path(p) for p in opt("--capabilities"))
             self.support = effective_support(self.support, self.capabilities)
         except (SupportFileError, SelectionError, TimeoutConfigError, CapabilityFileError) as exc:
@@ -119,10 +122,20 @@ def behaviour_of(item: pytest.Item) -> Behaviour | None:
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     state = _state(config)
+    mine: set[str] | None = None
+    if state.shard is not None:  # assigned over the whole catalog's selection, not what this session collected
+        from .catalog import collect
+
+        mine = set(state.shard.mine(b for b in collect() if state.selection.selects(b)))
     keep, drop = [], []
     for item in items:
         b = behaviour_of(item)
-        if b is None or not state.selection.selects(b) or not in_pass(b, state.pass_name):
+        if (
+            b is None
+            or not state.selection.selects(b)
+            or not in_pass(b, state.pass_name)
+            or (mine is not None and b.id not in mine)
+        ):
             drop.append(item)
             continue
         item.user_properties.append(("behaviour", b.id))
