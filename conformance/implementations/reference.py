@@ -47,6 +47,12 @@ def _manifests(*which: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(out.stdout) if d]
 
 
+def crds(*, podgroup_crd: bool = True) -> list[dict[str, Any]]:
+    """The CRDs :func:`install` creates, for a cluster spec that installs them while it starts
+    (``ClusterSpec.crds``: the embedded cluster's garbage collector then knows them at once)."""
+    return _manifests("crd", *(["podgroup-crd"] if podgroup_crd else []))
+
+
 def apply(api: Any, doc: dict[str, Any]) -> None:
     """Create ``doc`` or replace it, for the cluster-scoped kinds the harness installs.
 

@@ -128,6 +128,10 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
         _clean(report_dir)
         progress(f"bringing up the {options.provider_name} cluster")
         spec = ClusterSpec(name=options.cluster_name or f"conformance-{os.getpid()}")
+        if options.implementation == "reference" and options.provider_name == "local":
+            from ..implementations import reference
+
+            spec = spec.model_copy(update={"crds": reference.crds()})
         if capabilities and options.provider_name in ("local", "kind"):
             spec = spec.model_copy(update={"node_pools": [*spec.node_pools, *device_pools(capabilities)]})
         with fake_device_faults(options.fake_device_faults):
