@@ -328,6 +328,12 @@ def binaries_path() -> None:
 @click.option("--feature", "features", multiple=True, help="run these features only")
 @click.option("--id", "ids", multiple=True, help="run these behaviour ids (shell patterns: dns/*)")
 @click.option("--skip-slow", is_flag=True, help="skip tests marked slow")
+@click.option(
+    "--shard",
+    default=None,
+    metavar="I/N",
+    help="run only the I-th of N slices of the selection (CI fleets; merge the reports with `report merge`)",
+)
 @click.option("--workers", "-n", type=click.IntRange(1, 64), default=2, show_default=True, help="parallel pass workers")
 @click.option("--timeout-scale", default="1", show_default=True, help="multiply every documented wait")
 @click.option("--timeout", "timeouts", multiple=True, metavar="NAME=SECONDS", help="override one documented wait")
@@ -366,6 +372,7 @@ def run_command(
     features: tuple[str, ...],
     ids: tuple[str, ...],
     skip_slow: bool,
+    shard: str | None,
     workers: int,
     timeout_scale: str,
     timeouts: tuple[str, ...],
@@ -404,6 +411,7 @@ def run_command(
         features=list(features),
         ids=list(ids),
         skip_slow=skip_slow,
+        shard=shard,
         workers=workers,
         timeout_scale=timeout_scale,
         timeouts=list(timeouts),
@@ -417,10 +425,10 @@ def run_command(
     )
     result = run_suite(options, progress=_progress_printer())
     report = result.report
-    if dry_run:
+    if dry_run and not report.get("error"):
         for line in result.listing:
             click.echo(line)
-        click.echo(f"{len(result.listing)} behaviour(s) selected", err=True)
+        click.echo(f"{len(result.listing)} behaviour(s) selected{f' in shard {shard}' if shard else ''}", err=True)
         sys.exit(result.exit_code)
     for check in report.get("preflight", []):
         click.echo(f"  preflight {check['name']:28} {check['result']:8} {check['message']}", err=True)
@@ -506,6 +514,63 @@ def report_verify(path: Path, any_suite: bool) -> None:
         click.echo(f"  - {line}", err=True)
     click.echo(f"{path}: {'valid' if not problems else f'{len(problems)} problem(s)'}", err=True)
     sys.exit(1 if problems else 0)
+
+
+@report_group.command("merge")
+@click.argument("shard_reports", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="directory for the merged conformance-report.{yaml,json} and junit.xml",
+)
+def report_merge(shard_reports: tuple[Path, ...], output: Path) -> None:
+    """Merge the reports of `run --shard 1/N` ... `N/N` (YAML or JSON) into one report.
+
+    Each behaviour's outcome comes from the shard that ran it; counts and verdicts are recomputed
+    as one run computes them. Refused (exit 2, every reason named): reports of different suites,
+    selections or implementations, a missing, repeated or overlapping shard. Otherwise the exit
+    code is the one the whole run would have had (0 success; 1 failure, partial or not-run; 3 a
+    shard's cluster or preflight failed; 130 interrupted).
+    """
+    import secrets
+
+    from .framework import junit, merge, report
+
+    problems: list[str] = []
+    targets = {(output / name).resolve() for name in (report.YAML_NAME, report.JSON_NAME)}
+    problems += [f"--output {output} would overwrite the shard report {p}" for p in shard_reports
+                 if p.resolve() in targets]  # fmt: skip
+    loaded = []
+    for path in shard_reports:
+        try:
+            loaded.append(merge.ShardReport(str(path), report.load(path)))
+        except report.ReportError as exc:
+            problems += exc.problems
+    if not problems:
+        try:
+            merged = merge.merge(loaded, run_id=secrets.token_hex(4), command=list(sys.argv))
+        except merge.MergeError as exc:
+            problems += exc.problems
+    if problems:
+        for line in problems:
+            click.secho(f"error: {line}", fg="red", err=True)
+        click.echo("  -> merge the reports of one sharded run: `run --shard 1/N` ... `--shard N/N`", err=True)
+        sys.exit(2)
+    data = merged.as_data()
+    paths = report.write(merged, output)
+    paths.append(junit.write(data, output / "junit.xml"))
+    for profile in data["profiles"]:
+        counts = ", ".join(f"{v} {k}" for k, v in profile["counts"].items() if v)
+        click.echo(f"  profile {profile['profile']:20} {profile['verdict']:9} {counts}", err=True)
+    if data.get("error"):
+        click.secho(f"error: {data['error']['message']}", fg="red", err=True)
+    click.echo(
+        f"merged {len(loaded)} shard reports; verdict: {data['verdict']}; report: {', '.join(map(str, paths))}",
+        err=True,
+    )
+    sys.exit(int(data.get("exitCode") or 0))
 
 
 @main.command("sweep")

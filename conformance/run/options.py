@@ -33,6 +33,7 @@ class RunOptions:
     features: list[str] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
     skip_slow: bool = False
+    shard: str | None = None  # "I/N": run only the I-th of N shards of the selection (framework/shard.py)
     workers: int = 2
     timeout_scale: str = "1"
     timeouts: list[str] = field(default_factory=list)

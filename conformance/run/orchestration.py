@@ -16,6 +16,11 @@ The main job, end to end:
    profile; the report (YAML + JSON), JUnit XML and allure results are written in every case,
    including Ctrl-C, and this run's leftover namespaces are swept.
 
+With ``--shard I/N`` the run covers the I-th of N slices of the selection (see
+:mod:`conformance.framework.shard`): the other shards' behaviours are reported skipped-by-user,
+``run.shard`` records the slice, and the exit code judges only this shard's own behaviours;
+``kthena-conformance report merge`` makes one report of the N shard reports.
+
 Exit codes: 0 every selected profile succeeded; 1 a profile is failure, partial or not-run;
 2 bad input; 3 the cluster or its preflight failed; 130 interrupted.
 """
@@ -69,6 +74,7 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
     from ..framework import catalog
     from ..framework.features import SelectionError
     from ..framework.selection import Selection
+    from ..framework.shard import Shard, assign
     from ..framework.support import SupportFileError
     from ..framework.timeouts import TimeoutConfigError, Timeouts
 
@@ -91,7 +97,11 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
     result = RunResult(data)
     from ..framework.capabilities import CapabilityFileError, effective_support
 
+    shard: Shard | None = None
     try:
+        if options.shard is not None:
+            shard = Shard.parse(options.shard)
+            data["run"]["shard"] = shard.as_report([])
         capabilities, options = load_accelerators(options, data)
         support = effective_support(_support(options), capabilities)
         selection = Selection.parse(options.profiles, options.features, options.ids, include_slow=not options.skip_slow)
@@ -106,6 +116,17 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
     data["run"]["selection"] = selection.as_report()
     data["run"]["timeouts"] = timeouts.as_report()
     selected = [b for b in behaviours if selection.selects(b)]
+    owners: dict[str, int] = {}
+    if shard is not None:
+        owners = assign(selected, shard.total)
+        mine = [b for b in selected if owners[b.id] == shard.index]
+        data["run"]["shard"] = shard.as_report(b.id for b in mine)
+        data["notes"].append(
+            f"shard {shard}: {len(mine)} of the {len(selected)} selected behaviours are this shard's; the other "
+            "shards' are skipped-by-user here, and the exit code judges this shard's own behaviours only "
+            "(`kthena-conformance report merge` makes one report of all the shards' reports)"
+        )
+        selected = mine
     if options.dry_run:
         result.listing = [
             f"{b.id:60} {b.profile.name:20} {'serial' if b.serial else 'parallel':8} "
@@ -176,7 +197,7 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
     finally:
         try:
             if info is not None and passes is not None:
-                _assemble(data, passes, behaviours, selection, support, result)
+                _assemble(data, passes, behaviours, selection, support, result, shard=shard, owners=owners)
                 _sweep(info, run_id, options, data)
         finally:
             if controller is not None:
@@ -252,6 +273,8 @@ def _pytest_base(
     args += [f"--wait={w}" for w in options.timeouts]
     if options.skip_slow:
         args.append("--skip-slow")
+    if options.shard is not None:
+        args.append(f"--shard={options.shard}")
     if controller_log is not None:
         args += ["--controller-log", str(controller_log)]
     args += [f"--capabilities={p.resolve()}" for p in options.capabilities]
@@ -303,10 +326,17 @@ def _assemble(
     selection: Any,
     support: Any,
     result: RunResult,
+    *,
+    shard: Any = None,
+    owners: dict[str, int] | None = None,
 ) -> None:
-    """Every selected profile's behaviours, as run or as the reason they were not."""
+    """Every selected profile's behaviours, as run or as the reason they were not (with a
+    ``shard``, the behaviours ``owners`` gives other shards are skipped-by-user)."""
     from ..framework.features import PROFILES
     from ..framework.outcomes import Outcome, TestResult, overall_verdict, profile_verdict
+    from ..framework.shard import own_verdict
+
+    owners = owners or {}
 
     by_id: dict[str, TestResult] = {}
     for payload in passes:
@@ -332,6 +362,8 @@ def _assemble(
         if found is None:
             if not selection.selects(b):
                 outcome, message = Outcome.SKIPPED_BY_USER, "not selected (--profile/--feature/--id/--skip-slow)"
+            elif shard is not None and owners.get(b.id, shard.index) != shard.index:
+                outcome, message = Outcome.SKIPPED_BY_USER, shard.skip_reason(owners[b.id])
             elif not all(support.supports(f) for f in b.features):
                 missing = next(f for f in b.features if not support.supports(f))
                 outcome, message = Outcome.NOT_SUPPORTED, f"{missing}: {support.reason(missing)}"
@@ -352,6 +384,9 @@ def _assemble(
     preflight_ok = all(c.get("result") != "missing" for c in data.get("preflight", []))
     verdict = overall_verdict(results, preflight_ok, interrupted)
     data["verdict"] = str(verdict)
+    if shard is not None:  # the other shards' skips make the report partial, not this shard's exit code
+        others = {id_ for id_, owner in owners.items() if owner != shard.index}
+        verdict = own_verdict(profiles, tests, others, support, preflight_ok=preflight_ok, interrupted=interrupted)
     if result.exit_code == EXIT_OK:
         if interrupted:
             result.exit_code = EXIT_INTERRUPTED

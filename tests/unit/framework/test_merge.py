@@ -5,12 +5,15 @@ interruptions, preflight and accelerator warnings carry over."""
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from conformance.cli import main
 from conformance.framework.catalog import Behaviour
 from conformance.framework.features import PROFILES, Feature
 from conformance.framework.merge import MergeError, ShardReport, merge
@@ -347,3 +350,53 @@ def test_the_skip_reason_of_another_shard_classifies_as_skipped_by_user() -> Non
     reason = skipped_by_user(Shard(2, 4).skip_reason(3))
     assert reason == "skipped-by-user: in shard 3/4, not this one (2/4)"
     assert classify("setup", False, True, None, reason) is Outcome.SKIPPED_BY_USER
+
+
+# -- the command line ---------------------------------------------------------------------------------
+
+
+def save_shards(tmp_path: Path, total: int = 2) -> list[Path]:
+    """The shards' reports as a run writes them, alternately YAML and JSON."""
+    paths = []
+    for i in range(1, total + 1):
+        written = write(run(Shard(i, total)), tmp_path / f"shard-{i}")
+        paths.append(written[i % 2])  # shard 1 JSON, shard 2 YAML, ...
+    return paths
+
+
+def test_report_merge_writes_yaml_json_and_junit_and_exits_like_the_run(tmp_path: Path) -> None:
+    paths = save_shards(tmp_path)
+    out = tmp_path / "merged"
+    result = CliRunner().invoke(main, ["report", "merge", *map(str, paths), "--output", str(out)])
+    unsharded = run()
+    assert result.exit_code == unsharded["exitCode"] == 1, result.output  # the plan has a non-conformant test
+    assert f"merged 2 shard reports; verdict: {unsharded['verdict']}" in result.output
+    assert {"conformance-report.json", "conformance-report.yaml", "junit.xml"} <= {p.name for p in out.iterdir()}
+    data = json.loads((out / "conformance-report.json").read_text())
+    assert comparable(data) == comparable(unsharded)
+    assert [s["source"] for s in data["run"]["shards"]] == list(map(str, paths))
+    assert verify(out / "conformance-report.yaml", digest=DIGEST, catalog=CATALOG) == []
+    junit = (out / "junit.xml").read_text()
+    assert junit.count("<testcase ") == len(unsharded["tests"]) and "shard" not in junit
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(lambda p, out: [str(p[0])], "shard 2/2 is missing (given: 1/2)", id="missing-shard"),
+        pytest.param(lambda p, out: [str(p[0]), str(p[0])], "shard 1 is given more than once", id="repeated"),
+        pytest.param(lambda p, out: [*map(str, p), str(out / "nope.json")], "nope.json: cannot read", id="unreadable"),
+        pytest.param(lambda p, out: [*map(str, p), str(p[0].with_suffix(".txt"))], "expected a .yaml", id="not-yaml"),
+        pytest.param(lambda p, out: [*map(str, p)], "would overwrite the shard report", id="output-over-an-input"),
+    ],
+)
+def test_report_merge_refuses_with_exit_code_2_and_the_reason(
+    tmp_path: Path, args: Callable[[list[Path], Path], list[str]], message: str
+) -> None:
+    paths = save_shards(tmp_path)
+    out = paths[0].parent if "overwrite" in message else tmp_path / "merged"
+    result = CliRunner().invoke(main, ["report", "merge", *args(paths, out), "--output", str(out)])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "merged").exists()

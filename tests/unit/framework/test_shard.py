@@ -4,11 +4,15 @@ sorted within each pass (deterministic, balanced, a partition), and a shard's ow
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from conformance.cli import main
 from conformance.framework.catalog import collect
 from conformance.framework.features import PROFILES, Feature, SelectionError
 from conformance.framework.outcomes import Outcome, TestResult, Verdict
@@ -206,3 +210,45 @@ def test_own_verdict_judges_only_the_shards_behaviours(
 ) -> None:
     got = own_verdict([CORE], tests, others, SUPPORT, preflight_ok=preflight_ok, interrupted=interrupted)
     assert got is expected
+
+
+# -- the command line (no cluster: bad input and --dry-run) ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("0/4", "I must be between 1 and N (4), got 0"),
+        ("5/4", "I must be between 1 and N (4), got 5"),
+        ("1/0", "N (the number of shards) must be at least 1"),
+        ("half", "expected I/N"),
+    ],
+)
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_run_refuses_a_bad_shard_with_one_message_a_report_and_exit_code_2(
+    tmp_path: Path, value: str, reason: str, dry_run: bool
+) -> None:
+    args = ["run", "--shard", value, "--report-dir", str(tmp_path / "r"), *(["--dry-run"] if dry_run else [])]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert f"--shard {value}" in result.output or f"--shard {value!r}" in result.output
+    assert reason in result.output
+    assert "Traceback" not in result.output
+    report = json.loads((tmp_path / "r" / "conformance-report.json").read_text())
+    assert report["verdict"] == "error" and report["exitCode"] == 2
+    assert reason in report["error"]["message"]
+
+
+def listing(tmp_path: Path, *extra: str) -> list[str]:
+    result = CliRunner().invoke(main, ["run", "--dry-run", "--report-dir", str(tmp_path / "r"), *extra])
+    assert result.exit_code == 0, result.output
+    return [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
+
+
+def test_dry_run_lists_only_this_shards_behaviours_and_the_shards_partition_the_selection(tmp_path: Path) -> None:
+    whole = listing(tmp_path, "--profile", "Core")
+    parts = [listing(tmp_path, "--profile", "Core", "--shard", f"{i}/3") for i in (1, 2, 3)]
+    assert sorted(id_ for part in parts for id_ in part) == sorted(whole)
+    assert all(len(part) in (len(whole) // 3, len(whole) // 3 + 1) for part in parts)
+    catalog = [b for b in collect() if b.id in whole]
+    assert parts[1] == [b.id for b in catalog if b.id in Shard(2, 3).mine(catalog)]
