@@ -145,6 +145,7 @@ class Page:
     cluster: list[tuple[str, str]]
     simulates: list[str]
     implementation: list[tuple[str, str | Link]]
+    declared: bool
     supported: list[str]
     unsupported: list[tuple[str, str]]
     accelerators: dict[str, Any] | None
@@ -253,6 +254,14 @@ def _page(data: dict[str, Any], report_dir: Path) -> Page:
         ("Selection", selection(run["selection"])),
         ("Keep namespaces", str(run["keep"])),
     ]
+    shard = run.get("shard")
+    if isinstance(shard, Mapping):
+        facts.append(
+            ("Shard", f"{shard.get('index')} of {shard.get('total')} ({len(shard.get('behaviours') or [])} behaviours)")
+        )
+    shards = run.get("shards")
+    if isinstance(shards, list) and shards:
+        facts.append(("Merged from", f"{len(shards)} shards: " + "; ".join(_shard(s) for s in shards)))
     if run.get("interrupted"):
         facts.append(("Interrupted", run.get("interruption") or "yes"))
     if overall_coverage is not None:
@@ -284,6 +293,7 @@ def _page(data: dict[str, Any], report_dir: Path) -> Page:
         cluster=_cluster(data["cluster"]),
         simulates=[str(s) for s in data["cluster"].get("simulates") or []],
         implementation=_implementation(impl, report_dir),
+        declared="supportedFeatures" in impl or "unsupportedFeatures" in impl,
         supported=[str(f) for f in impl.get("supportedFeatures") or []],
         unsupported=[
             (str(u.get("name", "")), str(u.get("reason", "")))
@@ -336,6 +346,16 @@ def _row(t: dict[str, Any], report_dir: Path) -> Row:
         message_head=head + (f" ({len(lines)} lines)" if len(lines) > 1 else ""),
         evidence=find_evidence(t["id"], t.get("evidence"), report_dir),
     )
+
+
+def _shard(s: Mapping[str, Any]) -> str:
+    """One shard of a merged report: ``1/3 run-a: success, exit 0, 12 behaviours``."""
+    text = f"{s.get('index')}/{s.get('total')} {s.get('runId', '')}: {s.get('verdict', '')}"
+    if s.get("exitCode") is not None:
+        text += f", exit {s['exitCode']}"
+    text += f", {s.get('behaviours', 0)} behaviours"
+    error = s.get("error")
+    return text + (f" ({error.get('message')})" if isinstance(error, Mapping) else "")
 
 
 def _cluster(cluster: dict[str, Any]) -> list[tuple[str, str]]:

@@ -405,7 +405,7 @@ def test_support_preflight_cluster_and_accelerators(tmp_path: Path) -> None:
     (tmp_path / "kthena-ref.log").write_text("log\n")
     doc = parse(render(sample(ALL_PASS, exit_code=0, accelerators=ACCELERATORS), tmp_path))
 
-    support = {r.attrs["data-feature"]: r for r in doc.one(id="support-table").find_all("tr", data_feature=True)}
+    support = {r.attrs["data-feature"]: r for r in doc.one(id="support").find_all(data_feature=True)}
     assert support["DNSResolution"].attrs["data-supported"] == "false"
     assert "the embedded cluster has no DNS server" in words(support["DNSResolution"])
     assert support["Core"].attrs["data-supported"] == "true"
@@ -446,6 +446,12 @@ def test_error_only_report_shows_message_and_hint(tmp_path: Path) -> None:
     assert words(doc.one(id="error-hint")) == "Hint: run `make binaries` & retry"
     assert words(doc.one(id="no-profiles")) == "No profile was judged."
     assert "No cluster was recorded" in words(doc.one(id="cluster"))
+    assert not doc.find_all(id="no-support")  # the declaration was read before the error
+
+    bare = {**error_only(), "implementation": {"name": "reference"}}
+    doc = parse(render(bare, tmp_path))
+    assert words(doc.one(id="no-support")).startswith("No support declaration was recorded")
+    assert not doc.find_all(id="support")
 
 
 def test_a_report_model_renders_like_its_data(tmp_path: Path) -> None:
@@ -678,3 +684,34 @@ def test_relative_href(tmp_path: Path) -> None:
     assert relative_href(tmp_path / "a dir", tmp_path) == "a%20dir/"
     assert relative_href(tmp_path / "a dir" / "f#1.txt", tmp_path) == "a%20dir/f%231.txt"
     assert relative_href(tmp_path / "outside.log", report_dir) == "../outside.log"
+
+
+def test_shard_and_merged_run_facts(tmp_path: Path) -> None:
+    shard = sample(ALL_PASS, exit_code=0)
+    shard["run"]["shard"] = {"index": 2, "total": 3, "behaviours": ["core/pods/created", "core/admission/reject"]}
+    assert facts(parse(render(shard, tmp_path)).one(id="run").one("dl"))["Shard"] == "2 of 3 (2 behaviours)"
+
+    merged = sample(ALL_PASS, exit_code=0)
+    merged["run"]["shards"] = [
+        {
+            "index": 1,
+            "total": 2,
+            "runId": "run-a",
+            "startedAt": "2026-01-02T03:04:05Z",
+            "verdict": "success",
+            "exitCode": 0,
+            "behaviours": 2,
+        },
+        {
+            "index": 2,
+            "total": 2,
+            "runId": "run-b",
+            "startedAt": "2026-01-02T03:04:05Z",
+            "verdict": "error",
+            "behaviours": 0,
+            "error": {"message": "no <cluster>"},
+        },
+    ]
+    assert facts(parse(render(merged, tmp_path)).one(id="run").one("dl"))["Merged from"] == (
+        "2 shards: 1/2 run-a: success, exit 0, 2 behaviours; 2/2 run-b: error, 0 behaviours (no <cluster>)"
+    )
