@@ -7,9 +7,11 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 # Parallel workers for the tests that share the embedded cluster.
 WORKERS ?= 2
+# Kept clusters (one per xdist worker) the self-validation variants spread over.
+SELFVAL_WORKERS ?= 3
 PYTEST := $(BIN)/pytest -p no:cacheprovider
 
-.PHONY: all venv binaries conformance test test-fast test-slow lint bench catalog clean distclean
+.PHONY: all venv binaries conformance test test-all test-fast test-slow lint bench catalog clean distclean
 
 all: test
 
@@ -31,13 +33,16 @@ conformance: binaries
 	$(BIN)/kthena-conformance run --provider local --report-dir reports
 
 # Unit tests, then the cluster tests in parallel on one shared embedded cluster, then the tests
-# that must run alone (own clusters, Ctrl-C, killed parents, a restarted kube-apiserver), then the
-# reliability tests that start and SIGKILL controllers of their own (no shared controller there).
+# that must run alone, then the own-controller tests (the suite's control run against the healthy
+# reference among them), then self-validation: each broken variant of the reference against the
+# behaviours it must break, on SELFVAL_WORKERS kept clusters. Prints each pass's time and the total.
 test: binaries
-	$(PYTEST) -q tests/unit
-	$(PYTEST) -q -n $(WORKERS) -m "cluster and not serial" tests/integration
-	$(PYTEST) -q -m "serial and not own_controller" tests/integration
-	$(PYTEST) -q -m "own_controller" tests/integration
+	$(BIN)/python ci/test_passes.py --workers $(WORKERS) --selfval-workers $(SELFVAL_WORKERS)
+
+# The exhaustive run: as `make test`, but every broken variant runs the whole suite (faults x
+# behaviours) and reports what else it breaks. Use it when the suite's judging or the faults change.
+test-all: binaries
+	$(BIN)/python ci/test_passes.py --workers $(WORKERS) --selfval-workers $(SELFVAL_WORKERS) --all
 
 # Unit tests only: no Go, no cluster, a few seconds.
 test-fast: venv

@@ -1,4 +1,52 @@
 """The project's own tests: unit tests need nothing; tests marked ``cluster`` get the embedded one,
-and the ones that need it the reference controller too."""
+and the ones that need it the reference controller too.
+
+After a run that included self-validation (tests/integration/test_self_validation.py, whose
+variants may run on several xdist workers), the controller process sums up the variants'
+records into ``reports/self-validation.json`` and prints the mutation score."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 pytest_plugins = ["conformance.cluster.testing", "conformance.implementations.testing"]
+
+_VARIANTS = Path(__file__).resolve().parents[1] / "reports" / "self-validation"
+
+
+_STARTED = time.time()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return
+    # this session's variants only (an earlier run's records may still be there)
+    fresh = [p for p in sorted(_VARIANTS.glob("*.json")) if p.stat().st_mtime >= _STARTED]
+    records = [json.loads(p.read_text()) for p in fresh]
+    if not records:
+        return
+    from tests.integration.test_self_validation import CAUGHT_BY, UNDETECTABLE
+
+    caught = [r["fault"] for r in records if r["caught"]]
+    missed = sorted(set(CAUGHT_BY) - set(caught))
+    summary = {
+        "caught": len(caught),
+        "variants": len(records),
+        "score": f"{len(caught)}/{len(CAUGHT_BY) + len(UNDETECTABLE)} faults caught "
+        f"({len(UNDETECTABLE)} undetectable by a spec-only suite)",
+        "missed": missed,
+        "undetectable": UNDETECTABLE,
+        "variantSeconds": round(sum(r["seconds"] for r in records), 1),
+        "variantsDetail": {r["fault"]: r for r in records},
+    }
+    (_VARIANTS.parent / "self-validation.json").write_text(json.dumps(summary, indent=2) + "\n")
+    terminalreporter.write_line(
+        f"self-validation: {summary['score']}; {len(records)} variant run(s), "
+        f"{summary['variantSeconds']} s of variant runs; details in reports/self-validation.json"
+        + (f"; NOT caught: {', '.join(missed)}" if missed else "")
+    )

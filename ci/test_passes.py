@@ -1,0 +1,93 @@
+"""``make test`` and ``make test-all``: the project's test passes, each timed, with a summary.
+
+The passes differ in what they share, so they cannot be one pytest invocation:
+
+1. ``unit``: no cluster, no Go; on xdist workers.
+2. ``shared-cluster``: integration tests sharing one embedded cluster and one reference
+   controller, on xdist workers.
+3. ``serial``: tests that must run alone (their own clusters, Ctrl-C, killed parents, a restarted
+   kube-apiserver).
+4. ``own-controller``: tests that start and kill reference controllers of their own, incl. the
+   control run of the whole suite against the healthy reference.
+5. ``self-validation``: the suite against each broken variant of the reference, narrowed to the
+   behaviours the fault must break; several workers, each with a kept cluster of its own (the
+   variants mostly wait out deadlines, so they overlap well on two cores).
+
+``--all`` (``make test-all``) makes every variant run the whole suite instead of its targets
+(``KTHENA_SELFVAL_EXHAUSTIVE=1``): faults x behaviours, for when the suite's judging changes.
+
+Every pass runs even after one fails (CI learns everything in one go); the exit code is the
+first failure's. The summary prints each pass's wall time and the total.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Pass:
+    name: str
+    args: tuple[str, ...]
+
+
+def passes(workers: int, selfval_workers: int) -> list[Pass]:
+    """The passes in order (pure)."""
+    return [
+        Pass("unit", ("-n", str(workers), "tests/unit")),
+        Pass("shared-cluster", ("-n", str(workers), "-m", "cluster and not serial", "tests/integration")),
+        Pass("serial", ("-m", "serial and not own_controller", "tests/integration")),
+        Pass("own-controller", ("-m", "own_controller and not self_validation", "tests/integration")),
+        Pass("self-validation", ("-n", str(selfval_workers), "-m", "self_validation", "tests/integration")),
+    ]
+
+
+def summary(results: list[tuple[str, int, float]], total: float) -> list[str]:
+    """The closing table: one line per pass, then the total (pure)."""
+    lines = ["", "test passes:"]
+    for name, code, seconds in results:
+        verdict = "passed" if code == 0 else f"FAILED (pytest exit {code})"
+        lines.append(f"  {name:16} {seconds:7.1f} s  {verdict}")
+    minutes, seconds = divmod(round(total), 60)
+    lines.append(f"  {'total':16} {total:7.1f} s  ({minutes} m {seconds:02d} s)")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="test_passes", description=__doc__.splitlines()[0])
+    parser.add_argument("--pytest", default=str(ROOT / ".venv" / "bin" / "pytest"))
+    parser.add_argument("--workers", type=int, default=2, help="xdist workers for the unit and shared passes")
+    parser.add_argument("--selfval-workers", type=int, default=3, help="xdist workers (clusters) for the variants")
+    parser.add_argument("--all", action="store_true", help="every variant runs the whole suite")
+    parser.add_argument("--only", action="append", default=[], help="run only these passes (repeatable)")
+    args = parser.parse_args(argv)
+    env = dict(os.environ)
+    if args.all:
+        env["KTHENA_SELFVAL_EXHAUSTIVE"] = "1"
+    chosen = [p for p in passes(args.workers, args.selfval_workers) if not args.only or p.name in args.only]
+    results: list[tuple[str, int, float]] = []
+    started = time.monotonic()
+    try:
+        for p in chosen:
+            print(f"\n=== {p.name} ===", flush=True)
+            t0 = time.monotonic()
+            code = subprocess.call([args.pytest, "-p", "no:cacheprovider", "-q", *p.args], cwd=ROOT, env=env)
+            results.append((p.name, code, time.monotonic() - t0))
+    except KeyboardInterrupt:
+        results.append(("(interrupted)", 130, 0.0))
+    for line in summary(results, time.monotonic() - started):
+        print(line, flush=True)
+    failed = [code for _, code, _ in results if code != 0]
+    return failed[0] if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
