@@ -4,7 +4,7 @@ The passes differ in what they share, so they cannot be one pytest invocation:
 
 1. ``unit``: no cluster, no Go; on xdist workers.
 2. ``shared-cluster``: integration tests sharing one embedded cluster and one reference
-   controller, on xdist workers.
+   controller, on xdist workers (and the headless-browser test of the HTML report).
 3. ``serial``: tests that must run alone (their own clusters, Ctrl-C, killed parents, a restarted
    kube-apiserver).
 4. ``own-controller``: tests that start and kill reference controllers of their own, incl. the
@@ -43,7 +43,7 @@ def passes(workers: int, selfval_workers: int) -> list[Pass]:
     """The passes in order (pure)."""
     return [
         Pass("unit", ("-n", str(workers), "tests/unit")),
-        Pass("shared-cluster", ("-n", str(workers), "-m", "cluster and not serial", "tests/integration")),
+        Pass("shared-cluster", ("-n", str(workers), "-m", "(cluster or browser) and not serial", "tests/integration")),
         Pass("serial", ("-m", "serial and not own_controller", "tests/integration")),
         Pass("own-controller", ("-m", "own_controller and not self_validation", "tests/integration")),
         Pass("self-validation", ("-n", str(selfval_workers), "-m", "self_validation", "tests/integration")),

@@ -35,6 +35,7 @@ def _selects(markexpr: str, marks: set[str]) -> bool:
     [
         ({"cluster"}, "shared-cluster"),
         ({"cluster", "slow"}, "shared-cluster"),
+        ({"browser"}, "shared-cluster"),
         ({"serial"}, "serial"),
         ({"cluster", "serial"}, "serial"),
         ({"serial", "own_controller"}, "own-controller"),
