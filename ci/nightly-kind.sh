@@ -16,12 +16,20 @@
 #      controller logs, events and the applied manifests into $REPORT_DIR/cluster/,
 #      `kind export logs` into $REPORT_DIR/cluster/kind-logs/, `kind delete cluster`.
 #
+# With SHARD=I/N the suite runs only its I-th of N shards (`run --shard I/N`): the workflow runs
+# N such jobs side by side, then one job merges their reports with --merge.
+#
 # The exit code is the suite's (or the failing setup step's).
 #
 #   ci/nightly-kind.sh              run it
 #   ci/nightly-kind.sh --dry-run    print every command, in order, and run none (creates nothing)
 #   ci/nightly-kind.sh --webhook-certs DIR
 #                                   only make the webhook CA and serving certificate in DIR
+#   ci/nightly-kind.sh --merge DIR  no cluster: merge the shard reports DIR/*/conformance-report.json
+#                                   (one directory per shard job's artifact) into $REPORT_DIR with
+#                                   `kthena-conformance report merge`, then `report verify` it; the
+#                                   exit code is the merged run's (2: the reports were refused), or
+#                                   verify's if the run passed but its report does not verify
 #
 # Environment:
 #   KIND_CLUSTER_NAME       kind cluster name (default kthena)
@@ -34,6 +42,7 @@
 #   KEEP_CLUSTER            1 keeps the cluster and its kubeconfig afterwards (local debugging)
 #   WORK_DIR                private directory for the kubeconfig and keys (default: a new mktemp -d;
 #                           never inside REPORT_DIR, which is uploaded)
+#   SHARD                   I/N: run only shard I of N of the suite (default: the whole suite)
 
 set -euo pipefail
 
@@ -43,12 +52,18 @@ usage() {
 
 DRY_RUN=0
 CERTS_ONLY=""
+MERGE_DIR=""
 while (($#)); do
     case "$1" in
         --dry-run) DRY_RUN=1 ;;
         --webhook-certs)
             [[ $# -ge 2 ]] || { echo "error: --webhook-certs needs a directory" >&2; exit 2; }
             CERTS_ONLY=$2
+            shift
+            ;;
+        --merge)
+            [[ $# -ge 2 ]] || { echo "error: --merge needs the directory of the shard reports" >&2; exit 2; }
+            MERGE_DIR=$2
             shift
             ;;
         -h | --help) usage; exit 0 ;;
@@ -62,6 +77,7 @@ absolute() { case "$1" in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" 
 # Paths given by the caller are relative to where they called from; everything else to the repo.
 REPORT_DIR=$(absolute "${REPORT_DIR:-reports}")
 [[ -z "$CERTS_ONLY" ]] || CERTS_ONLY=$(absolute "$CERTS_ONLY")
+[[ -z "$MERGE_DIR" ]] || MERGE_DIR=$(absolute "$MERGE_DIR")
 [[ -z "${WORK_DIR:-}" ]] || WORK_DIR=$(absolute "$WORK_DIR")
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -81,6 +97,7 @@ SUPPORT_FILE=ci/kthena-ref-support.yaml
 NODE_IMAGE=${KTHENA_KIND_NODE_IMAGE:-$(awk '$1 == "image:" { print $2; exit }' "$KIND_CONFIG")}
 NODE_IMAGE_BUILD=${NODE_IMAGE_BUILD:-auto}
 KEEP_CLUSTER=${KEEP_CLUSTER:-0}
+SHARD=${SHARD:-}
 DIAG_DIR="$REPORT_DIR/cluster"
 
 # Names fixed by kthena_ref/deploy/controller.yaml.
@@ -290,10 +307,44 @@ cleanup() {
     exit "$rc"
 }
 
+# The shard jobs' reports (DIR/<artifact>/conformance-report.json) merged into $REPORT_DIR, verified.
+merge_shards() {
+    local dir=$1 rc=0 verify_rc=0
+    local -a reports
+    shopt -s nullglob
+    reports=("$dir"/*/conformance-report.json)
+    shopt -u nullglob
+    if ((${#reports[@]} == 0)); then
+        log "error: no shard reports (*/conformance-report.json) under $dir: did every shard job fail before its suite?"
+        exit 2
+    fi
+    log "merging ${#reports[@]} shard report(s) into $REPORT_DIR"
+    run mkdir -p "$REPORT_DIR"
+    set +e
+    run kthena-conformance report merge "${reports[@]}" --output "$REPORT_DIR"
+    rc=$?
+    if ((rc != 2)); then # 2: refused (each reason printed), nothing written to verify
+        run kthena-conformance report verify "$REPORT_DIR/conformance-report.json"
+        verify_rc=$?
+    fi
+    set -e
+    if ((rc == 0 && verify_rc != 0)); then
+        rc=$verify_rc
+    fi
+    log "merge exit code $rc (verify: $verify_rc)"
+    exit "$rc"
+}
+
 main() {
     if [[ -n "$CERTS_ONLY" ]]; then
         webhook_certificates "$CERTS_ONLY"
         return 0
+    fi
+    if [[ -n "$MERGE_DIR" ]]; then
+        merge_shards "$MERGE_DIR"
+    fi
+    if [[ -n "$SHARD" && ! "$SHARD" =~ ^[0-9]+/[0-9]+$ ]]; then
+        die "SHARD=$SHARD: expected I/N (for example 1/2)"
     fi
     check_image
     ((DRY_RUN)) || require_tools
@@ -349,9 +400,14 @@ main() {
 
     log "running the suite against kthena-ref as an external implementation"
     set +e
+    local -a shard_args=()
+    if [[ -n "$SHARD" ]]; then
+        shard_args=(--shard "$SHARD")
+        log "shard $SHARD of the suite"
+    fi
     run kthena-conformance run --provider existing --kubeconfig "$KUBECONFIG_PATH" --context "$CONTEXT" \
         --implementation external --support-file "$SUPPORT_FILE" --report-dir "$REPORT_DIR" \
-        --controller-log "$DIAG_DIR/controller-during-suite.log"
+        --controller-log "$DIAG_DIR/controller-during-suite.log" "${shard_args[@]}"
     SUITE_RC=$?
     set -e
     log "the suite exited with $SUITE_RC"

@@ -47,6 +47,7 @@ def report_lines(path: Path) -> list[str]:
             lines.append(f"- {key}: {run[key]}")
     if "exitCode" in report:
         lines.append(f"- exit code: {report['exitCode']}")
+    lines += _shard_lines(run if isinstance(run, dict) else {})
     error = report.get("error")
     if isinstance(error, dict):
         lines.append(f"- error: {error.get('message', '')} ({error.get('hint') or ''})")
@@ -78,6 +79,29 @@ def report_lines(path: Path) -> list[str]:
             f"| {_cell(c.get('name', '?'))} | {_cell(c.get('result', '?'))} | {_cell(c.get('message', ''))} |"
             for c in checks
         ]
+    return lines
+
+
+def _shard_lines(run: dict[str, Any]) -> list[str]:
+    """A shard's report names its shard; a merged report lists the shards it was merged from."""
+    lines = []
+    shard = run.get("shard")
+    if isinstance(shard, dict):
+        count = len(shard.get("behaviours") or [])
+        lines.append(
+            f"- shard: {shard.get('index', '?')}/{shard.get('total', '?')} ({count} behaviours; the other shards' "
+            "are skipped-by-user here: the merged report has the verdict)"
+        )
+    shards = [s for s in run.get("shards") or [] if isinstance(s, dict)]
+    if shards:
+        lines.append(f"- merged from {len(shards)} shards:")
+        for s in shards:
+            cluster: dict[str, Any] = s["cluster"] if isinstance(s.get("cluster"), dict) else {}
+            lines.append(
+                f"  - shard {s.get('index', '?')}/{s.get('total', '?')}: {s.get('verdict', '?')}, exit code "
+                f"{s.get('exitCode', '?')}, {s.get('durationSeconds', '?')} s, {s.get('behaviours', '?')} behaviours, "
+                f"cluster {cluster.get('provider', '?')} {cluster.get('kubernetesVersion', '')}".rstrip()
+            )
     return lines
 
 

@@ -1,13 +1,15 @@
-"""The nightly kind CI without a cluster: the workflow against GitHub's schema, the script through
-bash -n and shellcheck, its --dry-run command sequence, its real control flow with stub tools
-(exit codes, cleanup, what lands in the uploaded reports), the webhook certificates it makes
-(a real TLS handshake against kthena-ref's webhook server), the manifests it applies, the support
-file and the step summary."""
+"""The nightly kind CI without a cluster: the workflow against GitHub's schema (a matrix of shard
+jobs and a merge job), the script through bash -n and shellcheck, its --dry-run command sequence,
+its real control flow with stub tools (exit codes, cleanup, what lands in the uploaded reports),
+its --merge of shard reports (stubbed, and for real with the package's own merge and verify), the
+webhook certificates it makes (a real TLS handshake against kthena-ref's webhook server), the
+manifests it applies, the support file and the step summary."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import fnmatch
 import json
 import os
 import re
@@ -39,10 +41,10 @@ SCRIPT = ROOT / "ci" / "nightly-kind.sh"
 SUPPORT = ROOT / "ci" / "kthena-ref-support.yaml"
 SUMMARY = ROOT / "ci" / "step_summary.py"
 BIN = Path(sys.executable).parent
-ALLOWED_ACTIONS = re.compile(r"^actions/(checkout|setup-python|upload-artifact)@v\d+$")
+ALLOWED_ACTIONS = re.compile(r"^actions/(checkout|setup-python|upload-artifact|download-artifact)@v\d+$")
 # Read by the script; cleared so a CI environment's values do not leak into these tests.
 SCRIPT_ENV = ("KIND_CLUSTER_NAME", "REPORT_DIR", "IMAGE", "KTHENA_KIND_NODE_IMAGE", "NODE_IMAGE_BUILD",
-              "KEEP_CLUSTER", "WORK_DIR")  # fmt: skip
+              "KEEP_CLUSTER", "WORK_DIR", "SHARD")  # fmt: skip
 SERVICE_DNS = "kthena-ref-webhook.kthena-system.svc"
 
 
@@ -105,18 +107,23 @@ def test_workflow_triggers_permissions_and_limits(workflow: dict[Any, Any]) -> N
     assert workflow["permissions"] == {"contents": "read"}
     assert workflow["concurrency"]["group"]
     assert workflow["concurrency"]["cancel-in-progress"] is False
-    (job,) = workflow["jobs"].values()
-    assert job["runs-on"] == "ubuntu-latest"
-    assert isinstance(job["timeout-minutes"], int) and 30 <= job["timeout-minutes"] <= 180
-    assert "permissions" not in job  # the workflow-level read-only token applies
+    assert set(workflow["jobs"]) == {"conformance-on-kind", "merge"}
+    for name, job in workflow["jobs"].items():
+        assert job["runs-on"] == "ubuntu-latest"
+        low = 30 if name == "conformance-on-kind" else 5
+        assert isinstance(job["timeout-minutes"], int) and low <= job["timeout-minutes"] <= 180
+        assert "permissions" not in job  # the workflow-level read-only token applies
 
 
-def test_workflow_uses_only_the_three_allowed_actions_pinned_by_major(workflow: dict[Any, Any]) -> None:
-    (job,) = workflow["jobs"].values()
-    uses = [step["uses"] for step in job["steps"] if "uses" in step]
-    assert uses, "no actions at all?"
-    assert all(ALLOWED_ACTIONS.match(u) for u in uses), uses
-    assert {u.split("@")[0] for u in uses} == {"actions/checkout", "actions/setup-python", "actions/upload-artifact"}
+def test_workflow_uses_only_the_allowed_actions_pinned_by_major(workflow: dict[Any, Any]) -> None:
+    used = {}
+    for name, job in workflow["jobs"].items():
+        uses = [step["uses"] for step in job["steps"] if "uses" in step]
+        assert uses, "no actions at all?"
+        assert all(ALLOWED_ACTIONS.match(u) for u in uses), uses
+        used[name] = {u.split("@")[0] for u in uses}
+    assert used["conformance-on-kind"] == {"actions/checkout", "actions/setup-python", "actions/upload-artifact"}
+    assert used["merge"] == used["conformance-on-kind"] | {"actions/download-artifact"}
 
 
 def test_workflow_pins_match_the_repository(workflow: dict[Any, Any]) -> None:
@@ -125,13 +132,13 @@ def test_workflow_pins_match_the_repository(workflow: dict[Any, Any]) -> None:
     assert env["KUBECTL_VERSION"] == PINNED.kubernetes
     assert re.fullmatch(r"v\d+\.\d+\.\d+", env["KIND_VERSION"])
     assert env["KIND_CLUSTER_NAME"] == DEFAULT_SPEC.name
-    (job,) = workflow["jobs"].values()
-    python = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/setup-python"))
-    assert python["with"]["python-version"] == "3.11"
+    for job in workflow["jobs"].values():
+        python = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/setup-python"))
+        assert python["with"]["python-version"] == "3.11"
 
 
 def test_workflow_runs_the_script_and_always_publishes(workflow: dict[Any, Any]) -> None:
-    (job,) = workflow["jobs"].values()
+    job = workflow["jobs"]["conformance-on-kind"]
     steps = job["steps"]
     runs = [s.get("run", "") for s in steps]
     install = next(i for i, r in enumerate(runs) if "pip install -e '.[dev]'" in r)
@@ -146,6 +153,52 @@ def test_workflow_runs_the_script_and_always_publishes(workflow: dict[Any, Any])
     assert steps[upload]["with"]["path"] == "${{ env.REPORT_DIR }}"
     tools = runs[next(i for i, r in enumerate(runs) if "sha256sum --check" in r)]
     assert tools.count("sha256sum --check") == 2  # kind and kubectl, both verified
+
+
+def test_workflow_runs_one_job_per_shard_and_names_each_uploaded_report(workflow: dict[Any, Any]) -> None:
+    job = workflow["jobs"]["conformance-on-kind"]
+    strategy = job["strategy"]
+    assert strategy["fail-fast"] is False  # every shard finishes, so the merge has every report
+    shards = strategy["matrix"]["shard"]
+    assert len(shards) >= 2 and shards == list(range(1, len(shards) + 1))
+    assert job["env"]["SHARD"] == "${{ matrix.shard }}/${{ strategy.job-total }}"  # I/N with N = the matrix size
+    assert "${{ matrix.shard }}" in job["name"]
+    upload = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact"))
+    assert "${{ matrix.shard }}" in upload["with"]["name"]  # one artifact per shard
+
+
+def artifact(name: str, shard: int = 1) -> str:
+    """An artifact name as GitHub expands it for one run."""
+    return (
+        name.replace("${{ matrix.shard }}", str(shard))
+        .replace("${{ github.run_id }}", "123")
+        .replace("${{ github.run_attempt }}", "1")
+    )
+
+
+def test_the_merge_job_downloads_every_shard_merges_verifies_and_publishes(workflow: dict[Any, Any]) -> None:
+    shard_job, job = workflow["jobs"]["conformance-on-kind"], workflow["jobs"]["merge"]
+    assert job["needs"] == "conformance-on-kind"
+    assert job["if"] == "always()"  # a failed shard job still leaves its report (or its absence) to judge
+    steps = job["steps"]
+    runs = [s.get("run", "") for s in steps]
+    install = next(i for i, r in enumerate(runs) if "pip install -e '.[dev]'" in r)
+    download = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("actions/download-artifact"))
+    merge = next(i for i, r in enumerate(runs) if r.strip().startswith("ci/nightly-kind.sh --merge"))
+    summary = next(i for i, r in enumerate(runs) if "GITHUB_STEP_SUMMARY" in r)
+    upload = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("actions/upload-artifact"))
+    assert install < merge and download < merge < summary < upload
+    assert "if" not in steps[merge]  # a refused merge, a failing verdict or a report that does not verify fail it
+    assert steps[summary]["if"] == "always()" and steps[upload]["if"] == "always()"
+    assert runs[merge].split() == ["ci/nightly-kind.sh", "--merge", steps[download]["with"]["path"]]
+    pattern = artifact(steps[download]["with"]["pattern"])
+    shard_upload = next(s for s in shard_job["steps"] if s.get("uses", "").startswith("actions/upload-artifact"))
+    shard_names = [artifact(shard_upload["with"]["name"], i) for i in shard_job["strategy"]["matrix"]["shard"]]
+    assert all(fnmatch.fnmatchcase(name, pattern) for name in shard_names)
+    assert "merge-multiple" not in steps[download]["with"]  # one directory per shard: DIR/<artifact>/...
+    merged = artifact(steps[upload]["with"]["name"])
+    assert not fnmatch.fnmatchcase(merged, pattern) and merged not in shard_names
+    assert steps[upload]["with"]["path"] == "${{ env.REPORT_DIR }}"
 
 
 # --- the script: static checks --------------------------------------------------------------
@@ -311,6 +364,27 @@ def test_unknown_arguments_are_refused(tmp_path: Path) -> None:
     assert result.returncode == 2 and "unknown argument: --bogus" in result.stderr
 
 
+def test_dry_run_runs_one_shard_when_asked(tmp_path: Path) -> None:
+    whole = dry_run(tmp_path)
+    assert "--shard" not in whole[find(whole, ["kthena-conformance", "run"])]
+    sharded = dry_run(tmp_path, SHARD="2/3")
+    suite = sharded[find(sharded, ["kthena-conformance", "run"])]
+    assert option(suite, "--shard") == "2/3"
+    same = [w[:3] for w in whole if w[:2] != ["kthena-conformance", "run"]]  # (the certificate serial is random)
+    assert [w[:3] for w in sharded if w != suite] == same
+
+
+@pytest.mark.parametrize("shard", ["2", "a/b", "1/2/3", "1 /2"])
+def test_a_malformed_shard_is_refused_before_anything_is_created(tmp_path: Path, shard: str) -> None:
+    result = subprocess.run(
+        [str(SCRIPT), "--dry-run"], capture_output=True, text=True, timeout=60, check=False,
+        env=base_env(tmp_path, SHARD=shard, REPORT_DIR=str(tmp_path / "r")),
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert f"SHARD={shard}: expected I/N" in result.stderr
+    assert result.stdout == "" and list(tmp_path.iterdir()) == []
+
+
 # --- the script: real control flow with stub tools ------------------------------------------
 
 STUB = r"""#!/usr/bin/env bash
@@ -328,6 +402,8 @@ case "$tool $*" in
   "kubectl "*"rollout status"*) [[ "${STUB_FAIL:-}" == rollout ]] && exit 1; exit 0 ;;
   "kubectl "*" logs "*) echo "controller log line"; exit 0 ;;
   "kthena-conformance run"*) exit "${STUB_SUITE_RC:-0}" ;;
+  "kthena-conformance report merge"*) exit "${STUB_MERGE_RC:-0}" ;;
+  "kthena-conformance report verify"*) exit "${STUB_VERIFY_RC:-0}" ;;
 esac
 exit 0
 """
@@ -346,7 +422,7 @@ def stubbed(tmp_path: Path) -> Callable[..., tuple[subprocess.CompletedProcess[s
     if shutil.which("openssl") is None:
         pytest.skip("openssl is not installed")
 
-    def go(**extra: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    def go(*args: str, **extra: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
         log = tmp_path / "calls.log"
         log.write_text("")
         env = base_env(
@@ -358,7 +434,7 @@ def stubbed(tmp_path: Path) -> Callable[..., tuple[subprocess.CompletedProcess[s
             WORK_DIR=str(tmp_path / "work"),
             **extra,
         )
-        result = subprocess.run([str(SCRIPT)], capture_output=True, text=True, timeout=120, check=False, env=env)
+        result = subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=120, check=False, env=env)
         return result, log.read_text().splitlines()
 
     return go
@@ -660,3 +736,136 @@ def test_step_summary_without_reports_says_so(tmp_path: Path) -> None:
     (tmp_path / "junit.xml").write_text("<testsuites")
     text = summarize(tmp_path)
     assert "unreadable" in text
+
+
+# --- the script: --merge of the shard jobs' reports -----------------------------------------
+
+
+def shard_dirs(root: Path, count: int = 2) -> Path:
+    """What download-artifact lays out: one directory per shard job's artifact."""
+    for i in range(1, count + 1):
+        artifact_dir = root / f"nightly-kind-shard-{i}-123-1"
+        artifact_dir.mkdir(parents=True)
+        (artifact_dir / "conformance-report.json").write_text("{}")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("merge_rc", "verify_rc", "expected"),
+    [
+        pytest.param(0, 0, 0, id="conformant"),
+        pytest.param(1, 0, 1, id="non-conformant"),
+        pytest.param(0, 1, 1, id="passed-but-does-not-verify"),
+        pytest.param(1, 1, 1, id="both"),
+        pytest.param(3, 0, 3, id="a-shards-cluster-failed"),
+        pytest.param(2, 0, 2, id="refused"),
+    ],
+)
+def test_merge_exits_with_the_merged_runs_code_or_verifys(
+    stubbed: Callable[..., tuple[subprocess.CompletedProcess[str], list[str]]],
+    tmp_path: Path,
+    merge_rc: int,
+    verify_rc: int,
+    expected: int,
+) -> None:
+    shards = shard_dirs(tmp_path / "shards")
+    result, calls = stubbed("--merge", str(shards), STUB_MERGE_RC=str(merge_rc), STUB_VERIFY_RC=str(verify_rc))
+    assert result.returncode == expected, result.stderr
+    reports = sorted(str(p) for p in shards.glob("*/conformance-report.json"))
+    merged = tmp_path / "reports"
+    assert calls[0].split() == ["kthena-conformance", "report", "merge", *reports, "--output", str(merged)]
+    verify = ["kthena-conformance", "report", "verify", str(merged / "conformance-report.json")]
+    assert calls[1:] == ([] if merge_rc == 2 else [" ".join(verify)])  # no cluster, no docker, nothing else
+
+
+def test_merge_without_any_shard_report_says_so(
+    stubbed: Callable[..., tuple[subprocess.CompletedProcess[str], list[str]]], tmp_path: Path
+) -> None:
+    (tmp_path / "shards" / "nightly-kind-shard-1-123-1").mkdir(parents=True)  # a shard job that wrote nothing
+    result, calls = stubbed("--merge", str(tmp_path / "shards"))
+    assert result.returncode == 2
+    assert "no shard reports" in result.stderr
+    assert calls == []
+
+
+def test_merge_needs_a_directory(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [str(SCRIPT), "--merge"], capture_output=True, text=True, check=False, env=base_env(tmp_path)
+    )
+    assert result.returncode == 2 and "--merge needs the directory" in result.stderr
+
+
+def real_shard_report(index: int, total: int) -> dict[str, Any]:
+    """A shard's report of the Core profile built as `run --shard` builds it, every test passing."""
+    from conformance.framework import catalog
+    from conformance.framework.features import PROFILES
+    from conformance.framework.outcomes import Outcome, TestResult, overall_verdict, profile_verdict
+    from conformance.framework.shard import Shard, assign
+    from conformance.framework.support import load_support
+
+    support = load_support(SUPPORT)
+    core = PROFILES["Core"]
+    behaviours = [b for b in catalog.collect() if b.feature in core.features]
+    shard = Shard(index, total)
+    owners = assign(behaviours, total)
+    tests = [
+        TestResult(b.id, f"core::{b.id}", b.feature, Outcome.PASSED, 1.0, "", b.statement, b.spec)
+        if owners[b.id] == index
+        else TestResult(b.id, "", b.feature, Outcome.SKIPPED_BY_USER, 0.0, shard.skip_reason(owners[b.id]))
+        for b in behaviours
+    ]
+    profiles = [profile_verdict(core, tests, support)]
+    return {
+        "suite": {"name": "kthena-conformance", "version": conformance.__version__, "digest": catalog.suite_digest()},
+        "run": {
+            "id": f"shard{index}",
+            "startedAt": "2026-01-02T02:23:00+00:00",
+            "finishedAt": "2026-01-02T02:53:00+00:00",
+            "keep": "never",
+            "selection": {"profiles": ["Core"], "features": [], "ids": []},
+            "shard": shard.as_report(id_ for id_, owner in owners.items() if owner == index),
+        },
+        "implementation": {**support.as_report(), "deployedBy": "external"},
+        "cluster": {"provider": "existing", "kubernetesVersion": PINNED.kubernetes},
+        "preflight": [{"name": "nodes-ready", "result": "ok", "message": "4/4 nodes Ready"}],
+        "profiles": [p.as_dict() for p in profiles],
+        "tests": [t.as_dict() for t in tests],
+        "verdict": overall_verdict(profiles, True, False).value,
+        "exitCode": 0,
+    }
+
+
+def test_merge_for_real_writes_a_merged_report_that_verifies_and_summarises(tmp_path: Path) -> None:
+    """The script with the package's own `report merge` and `report verify` (no stubs)."""
+    from conformance.framework.report import write
+
+    shards = tmp_path / "shards"
+    for i in (1, 2):
+        write(real_shard_report(i, 2), shards / f"nightly-kind-shard-{i}-123-1")
+    env = base_env(tmp_path, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", REPORT_DIR=str(tmp_path / "reports"))
+    result = subprocess.run(
+        [str(SCRIPT), "--merge", str(shards)], capture_output=True, text=True, timeout=300, check=False, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert "conformance-report.json: valid" in result.stderr
+    merged = json.loads((tmp_path / "reports" / "conformance-report.json").read_text())
+    assert merged["verdict"] == "success" and merged["exitCode"] == 0
+    assert [p["verdict"] for p in merged["profiles"]] == ["success"]
+    assert {t["outcome"] for t in merged["tests"]} == {"passed"}
+    assert [s["index"] for s in merged["run"]["shards"]] == [1, 2]
+    assert (tmp_path / "reports" / "junit.xml").is_file()
+    text = summarize(tmp_path / "reports")
+    assert "**Verdict: success**" in text and "- merged from 2 shards:" in text
+    assert "  - shard 2/2: partial, exit code 0" in text  # a shard alone is partial; its own part passed
+
+
+def test_step_summary_names_a_shard_reports_shard(tmp_path: Path) -> None:
+    report = {
+        "verdict": "partial",
+        "exitCode": 0,
+        "run": {"id": "r1", "shard": {"index": 1, "total": 2, "behaviours": ["core/a", "core/b"]}},
+    }
+    (tmp_path / "conformance-report.json").write_text(json.dumps(report))
+    text = summarize(tmp_path)
+    assert "- shard: 1/2 (2 behaviours; the other shards' are skipped-by-user here" in text
+    assert "merged from" not in text
