@@ -172,7 +172,7 @@ def render(report: dict[str, Any] | Report, report_dir: Path) -> str:
     script = env.get_template(SCRIPT_TEMPLATE).render()
     page = _page(data, report_dir)
     page = _with_script(page, script)
-    return env.get_template(TEMPLATE).render(page=page, outcomes=OUTCOMES)
+    return env.get_template(TEMPLATE).render(page=page, columns=COUNT_COLUMNS)
 
 
 def write(report: dict[str, Any] | Report, report_dir: Path) -> Path:
