@@ -114,12 +114,12 @@ def merge(shards: Sequence[ShardReport], *, run_id: str, command: list[str]) -> 
             raw.update(outcome=Outcome.ERROR.value, message=f"not run: shard {_shard(mine)} reported no result{reason}")
         tests.append(TestResult.from_dict(raw))
 
-    support = Support.from_report(first.implementation)  # checked readable in _checked
     preflight = _preflight(ordered)
     interrupted = any(s.report.run.interrupted for s in ordered)
     errors = [s for s in ordered if s.report.error is not None]
     preflight_ok = all(c["result"] != "missing" for c in preflight)
     if tests:
+        support = Support.from_report(first.implementation)  # checked readable in _checked when there are tests
         selected = first.run.selection.profiles
         profiles = [p for p in PROFILES.values() if not selected or p.name in selected]
         results = [profile_verdict(p, [t for t in tests if t.feature in p.features], support) for p in profiles]
@@ -216,7 +216,7 @@ def _checked(shards: Sequence[ShardReport]) -> list[ShardReport]:
             "the reports test different implementations (mixed implementations): "
             + "; ".join(f"{s.source}: {_describe(identity(s))}" for s in shards)
         )
-    else:
+    elif any(s.report.tests for s in shards):  # without tests (every shard failed first) no verdict needs it
         try:
             Support.from_report(first.report.implementation)
         except SupportFileError as exc:

@@ -293,6 +293,24 @@ def test_a_shard_that_failed_before_its_tests_makes_its_behaviours_errors_and_th
         assert verify(path, digest=DIGEST, catalog=CATALOG) == []
 
 
+def test_shards_that_all_refused_their_input_merge_into_that_error(tmp_path: Path) -> None:
+    def bad_input(d: dict[str, Any]) -> None:
+        d.update(tests=[], profiles=[], preflight=[], cluster={}, verdict="error", exitCode=2)
+        d["implementation"] = {"name": "reference"}
+        d["run"]["shard"]["behaviours"] = []
+        d["error"] = {"message": "--timeout nap=3: unknown wait", "hint": "see `kthena-conformance run --help`"}
+
+    parts = [ShardReport(f"s{i}.json", Report.model_validate(_edited(run(Shard(i, 2)), bad_input))) for i in (1, 2)]
+    data = merged(parts)
+    assert data["verdict"] == "error" and data["exitCode"] == 2 and data["tests"] == [] and data["profiles"] == []
+    both = "shard 1/2: --timeout nap=3: unknown wait; shard 2/2: --timeout nap=3: unknown wait"
+    assert data["error"]["message"] == both
+    # verify says of the merged report exactly what it says of one such run's (no declaration was read)
+    single = write(parts[0].report, tmp_path / "single")[1]
+    for path in write(data, tmp_path / "merged"):
+        assert verify(path, digest=DIGEST, catalog=CATALOG) == verify(single, digest=DIGEST, catalog=CATALOG)
+
+
 def test_an_interrupted_shard_interrupts_the_merged_run(tmp_path: Path) -> None:
     def interrupted(d: dict[str, Any]) -> None:
         d["run"].update(interrupted=True, interruption="interrupted (SIGINT) while running")
