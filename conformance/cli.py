@@ -350,9 +350,10 @@ def binaries_path() -> None:
     help="accelerator capability file of a DRA driver to certify (repeatable; the Accelerators profile)",
 )
 @click.option(
-    "--fake-devices",
-    is_flag=True,
-    help="certify the fake GPU and NPU drivers with their shipped capability files (embedded cluster)",
+    "--fake-devices/--no-fake-devices",
+    default=None,
+    help="certify the fake GPU and NPU drivers with their shipped capability files [default: on the embedded "
+    "(local) cluster when no --capabilities is given; --no-fake-devices leaves the Accelerators profile out]",
 )
 @click.option("--fake-devices-fault", "fake_device_faults", multiple=True, hidden=True, help="self-validation only")
 def run_command(
@@ -381,7 +382,7 @@ def run_command(
     reference_faults: tuple[str, ...],
     controller_log: Path | None,
     capability_files: tuple[Path, ...],
-    fake_devices: bool,
+    fake_devices: bool | None,
     fake_device_faults: tuple[str, ...],
 ) -> None:
     """Provision a cluster, deploy the implementation, run the suite, write the report.

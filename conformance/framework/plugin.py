@@ -5,7 +5,7 @@ It connects to the cluster given (any kubeconfig and context), decides per test 
 features), gives every test a fresh namespace, a per-test User-Agent, documented waits and a
 ModelServing handle, collects evidence on failure before cleanup, classifies every outcome
 (passed, non-conformant, error, not-supported) in the process that ran it, and writes one results
-file per pass from the controlling process (xdist workers included). :mod:`conformance.runner`
+file per pass from the controlling process (xdist workers included). :mod:`conformance.run`
 merges the passes into the report; the plugin also works on its own with plain pytest.
 """
 
@@ -55,6 +55,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--keep", choices=["never", "on-failure", "always"], default="never", help="keep test namespaces")
     g.addoption("--artifacts-dir", default="reports/artifacts", help="where failure evidence goes")
     g.addoption("--results-file", default=None, help="write this pass's results (JSON) here")
+    g.addoption(
+        "--progress-file", default=None, help="append one JSON line per finished behaviour here (the run tails it)"
+    )
     g.addoption("--controller-log", default=None, help="the implementation's log file (evidence)")
     g.addoption("--run-id", default=None, help="label every test namespace with this run id")
     g.addoption("--suite-pass", choices=["all", "parallel", "serial"], default="all", help="which tests this pass runs")
@@ -99,6 +102,7 @@ class SuiteState:
         self.context: str | None = opt("--context")
         self.cluster_info: str | None = opt("--cluster-info")
         self.results_file = Path(opt("--results-file")) if opt("--results-file") else None
+        self.progress_file = Path(opt("--progress-file")) if opt("--progress-file") else None
         self.results: dict[str, dict[str, Any]] = {}  # nodeid -> phases, in the controlling process
         self.started = time.time()
 
@@ -197,6 +201,26 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     for key in ("behaviour", "evidence", WARNINGS, NOTES):
         if props.get(key):
             entry[key] = props[key]
+    if report.when not in ("setup", "call"):  # teardown, or a crashed worker's "???": the test is over
+        _progress(_state(config), report.nodeid, entry)
+
+
+def _progress(state: SuiteState, nodeid: str, entry: dict[str, Any]) -> None:
+    """Append this finished test's line to ``--progress-file`` (read by the run while the pass runs)."""
+    if state.progress_file is None:
+        return
+    event = {
+        "id": entry.get("behaviour") or nodeid,
+        "pass": state.pass_name,
+        "outcome": combine([Outcome(o) for o in entry["phases"]]).value,
+        "duration": round(entry["duration"], 3),
+        "message": "; ".join(entry["messages"])[:2000],
+    }
+    try:
+        with state.progress_file.open("a") as f:
+            f.write(json.dumps(event) + "\n")
+    except OSError:
+        pass  # progress is a convenience: the results file is the record
 
 
 _CONFIG: dict[str, pytest.Config] = {}

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,30 +25,120 @@ def fake_capability_files() -> list[Path]:
     return fake_devices.capability_files()
 
 
-def load_accelerators(options: RunOptions, data: dict[str, Any]) -> tuple[list[Any], RunOptions]:
-    """Load the capability files and decide what the Accelerators profile can do on this run.
+ACCELERATORS = "Accelerators"
 
-    Returns the capabilities and the options to run with: without a capability file, a run that
-    names no profile covers every profile but Accelerators (there is no driver to certify), and
-    one that asks for Accelerators is refused. The fake drivers run only where the harness makes
-    the cluster (local; kind gets the labelled nodes, its DaemonSets are deployed by the user)."""
+
+@dataclass(frozen=True)
+class AcceleratorPlan:
+    """What a run does about the Accelerators profile, decided before anything is loaded.
+
+    ``files`` the capability files to certify against; ``profiles`` the profiles to run with (the
+    ones asked for, or every profile but Accelerators when it is left out); ``left_out`` why
+    Accelerators is left out (empty when it is not); ``notes`` what the report and the terminal
+    say about it; ``by_default`` the fake drivers' files were chosen without being asked for."""
+
+    files: tuple[Path, ...]
+    profiles: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+    left_out: str = ""
+    by_default: bool = False
+
+
+def plan_accelerators(
+    *,
+    provider: str,
+    given: Sequence[Path],
+    fake_devices: bool | None,
+    profiles: Sequence[str],
+    narrowed: bool,
+    selected: bool,
+    shipped: Sequence[Path],
+    all_profiles: Sequence[str],
+) -> AcceleratorPlan:
+    """Decide which capability files a run certifies and whether Accelerators stays in. Pure.
+
+    ``given`` the ``--capabilities`` files; ``fake_devices`` True for ``--fake-devices``, False for
+    ``--no-fake-devices``, None when neither was given; ``profiles`` the ``--profile`` values;
+    ``narrowed`` a ``--profile``, ``--feature`` or ``--id`` was given; ``selected`` that selection
+    picks at least one Accelerators behaviour; ``shipped`` the fake drivers' capability files.
+
+    On the embedded (local) cluster, which runs the fake GPU and NPU drivers, a run that selects
+    Accelerators behaviours without a capability file certifies the fake drivers against their
+    shipped files (as ``--fake-devices`` does), unless ``--no-fake-devices``. Elsewhere, without a
+    capability file, Accelerators is left out of a run that did not ask for it (with the reason)
+    and a run that asked for it is refused (:class:`CapabilityFileError`)."""
+    from ..framework.capabilities import CapabilityFileError
+
+    files = list(given)
+    notes: list[str] = []
+    by_default = False
+    if fake_devices:
+        if not shipped:
+            raise CapabilityFileError(
+                "--fake-devices: the fake drivers' capability files (fake_devices/capabilities/*.yaml) are not "
+                "installed; pass them with --capabilities FILE"
+            )
+        seen = {p.resolve() for p in files}
+        files += [f for f in shipped if f.resolve() not in seen]
+    elif fake_devices is None and provider == "local" and not files and selected and shipped:
+        files = list(shipped)
+        by_default = True
+        notes.append(
+            f"the Accelerators profile certifies the fake GPU and NPU drivers against their shipped capability "
+            f"files ({', '.join(f.name for f in shipped)}), chosen by default: the embedded (local) cluster runs "
+            "them and no --capabilities was given (--no-fake-devices leaves the profile out)"
+        )
+    if files or not selected:
+        if not files and not profiles:  # none of its behaviours is selected: the report leaves it out
+            why = "none of its behaviours is selected (--feature/--id/--skip-slow)"
+            kept = tuple(p for p in all_profiles if p != ACCELERATORS)
+            return AcceleratorPlan((), kept, (f"the Accelerators profile was left out: {why}",), left_out=why)
+        return AcceleratorPlan(tuple(files), tuple(profiles), tuple(notes), by_default=by_default)
+    if provider == "local" and fake_devices is False:
+        why = "--no-fake-devices was given and no capability file"
+    elif provider == "local":
+        why = "no capability file was given and the fake drivers' files (fake_devices/capabilities/*.yaml) are missing"
+    else:
+        why = f"no capability file was given and the {provider} provider runs no fake drivers by default"
+    hint = "--capabilities FILE for each DRA driver to certify, or --fake-devices for the fake GPU and NPU drivers"
+    if narrowed:
+        raise CapabilityFileError(
+            f"the Accelerators profile certifies a DRA driver against its capability file, but {why}: pass {hint}"
+        )
+    why = f"{why} ({hint})"
+    kept = tuple(p for p in all_profiles if p != ACCELERATORS)
+    return AcceleratorPlan((), kept, (f"the Accelerators profile was left out: {why}",), left_out=why)
+
+
+def load_accelerators(
+    options: RunOptions, data: dict[str, Any], behaviours: Sequence[Any]
+) -> tuple[list[Any], RunOptions, AcceleratorPlan]:
+    """Plan (:func:`plan_accelerators`), load the capability files and check them against the
+    provider; record the plan's notes and the ``accelerators`` section in the report ``data``.
+
+    Returns the capabilities, the options to run with and the plan. The fake drivers run only
+    where the harness makes the cluster (local; kind gets the labelled nodes, its DaemonSets are
+    deployed by the user)."""
     import dataclasses
 
     from fake_devices.drivers import DRIVERS, FAULT_ENV, parse_faults
 
     from ..framework.capabilities import CapabilityFileError, load_all
     from ..framework.features import PROFILES
+    from ..framework.selection import Selection
 
-    files = list(options.capabilities)
-    if options.fake_devices:
-        shipped = fake_capability_files()
-        if not shipped:
-            raise CapabilityFileError(
-                "--fake-devices: the fake drivers' capability files (fake_devices/capabilities/*.yaml) are not "
-                "installed; pass them with --capabilities FILE"
-            )
-        files += [f for f in shipped if f.resolve() not in {p.resolve() for p in files}]
-    capabilities = load_all(files)
+    asked = Selection.parse(options.profiles, options.features, options.ids, include_slow=not options.skip_slow)
+    plan = plan_accelerators(
+        provider=options.provider_name,
+        given=options.capabilities,
+        fake_devices=options.fake_devices,
+        profiles=options.profiles,
+        narrowed=bool(asked.profiles or asked.features or asked.ids),
+        selected=any(b.profile.name == ACCELERATORS and asked.selects(b) for b in behaviours),
+        shipped=fake_capability_files(),
+        all_profiles=list(PROFILES),
+    )
+    capabilities = load_all(plan.files)
     try:
         parse_faults(",".join(options.fake_device_faults))
     except ValueError as exc:
@@ -68,29 +159,16 @@ def load_accelerators(options: RunOptions, data: dict[str, Any]) -> tuple[list[A
         )
     if options.fake_device_faults and not any(c.driver in fake for c in capabilities):
         raise CapabilityFileError("--fake-devices-fault needs a fake driver's capability file (or --fake-devices)")
-    profiles = list(options.profiles)
-    if not capabilities:
-        asked = {p.strip().casefold() for v in profiles for p in v.split(",")}
-        asked_features = {f.strip().casefold() for v in options.features for f in v.split(",")}
-        if "accelerators" in asked or "accelerators" in asked_features:
-            raise CapabilityFileError(
-                "the Accelerators profile certifies a DRA driver against its capability file: pass "
-                "--capabilities FILE (repeatable), or --fake-devices for the fake GPU and NPU drivers"
-            )
-        if not profiles:
-            profiles = [name for name in PROFILES if name != "Accelerators"]
-            data["notes"].append(
-                "the Accelerators profile was not selected: no capability file was given (--capabilities FILE, "
-                "or --fake-devices for the fake drivers)"
-            )
-    else:
+    data["notes"].extend(plan.notes)
+    if capabilities:
         data["accelerators"] = {
             "capabilities": [c.as_report() for c in capabilities],
-            "fakeDevices": options.provider_name == "local" or options.fake_devices,
+            "fakeDevices": options.provider_name == "local" or bool(options.fake_devices) or plan.by_default,
             "faults": sorted(set(options.fake_device_faults)),
             "warnings": [],
         }
-    return capabilities, dataclasses.replace(options, capabilities=files, profiles=profiles)
+    options = dataclasses.replace(options, capabilities=list(plan.files), profiles=list(plan.profiles))
+    return capabilities, options, plan
 
 
 # Label on the embedded cluster's device node pools (as `cluster up --gpu-nodes` sets it).

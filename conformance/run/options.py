@@ -42,8 +42,10 @@ class RunOptions:
     reference_faults: list[str] = field(default_factory=list)  # self-validation only
     controller_log: Path | None = None  # external: the implementation's log, for evidence
     pytest_args: list[str] = field(default_factory=list)
-    # Accelerators: capability files of the DRA drivers to certify; --fake-devices adds the fake
-    # drivers' shipped files; fake_device_faults break the fake drivers (self-validation only).
+    # Accelerators: capability files of the DRA drivers to certify; fake_devices True adds the fake
+    # drivers' shipped files, False never does, None (default) uses them on the embedded cluster
+    # when no capability file is given (see run.accelerators.plan_accelerators); fake_device_faults
+    # break the fake drivers (self-validation only).
     capabilities: list[Path] = field(default_factory=list)
-    fake_devices: bool = False
+    fake_devices: bool | None = None
     fake_device_faults: list[str] = field(default_factory=list)

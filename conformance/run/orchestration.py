@@ -3,14 +3,18 @@
 The main job, end to end:
 
 1. validate the inputs (support declaration, selection, waits): a mistake is one clear message,
-   exit code 2, and a report saying so;
+   exit code 2, and a report saying so; print the profiles the run covers and why any is left
+   out (on the embedded cluster, Accelerators certifies the fake drivers by default, see
+   :func:`.accelerators.plan_accelerators`);
 2. bring up the cluster (any provider) and deploy the implementation under test: the reference
    controller (least-privilege token, admission webhook), or ``external`` (already running);
 3. preflight: what the cluster must provide (Nodes Ready, the ModelServing CRD served at
    v1alpha1, a validating webhook answering, the schedulers the suite's manifests name), each
    missing item named; a failed preflight runs no test (exit 3);
 4. the suite in two pytest passes, in subprocesses: the tests that may share the cluster on
-   ``--workers`` xdist workers, then the ones that must run alone;
+   ``--workers`` xdist workers, then the ones that must run alone; each pass's full output goes
+   to its log, and one line per finished behaviour is printed from its progress file
+   (:mod:`.progress`);
 5. merge both passes with the catalog: every behaviour of the selected profiles appears in the
    report, as run or as skipped-by-user / not-supported / not run (interrupted); verdicts per
    profile; the report (YAML + JSON), JUnit XML and allure results are written in every case,
@@ -44,7 +48,7 @@ from ..cluster.errors import HarnessError
 from ..cluster.provider import ClusterInfo, Progress, quiet
 from ..cluster.registry import get_provider
 from ..cluster.spec import ClusterSpec
-from .accelerators import device_pools, fake_device_faults, load_accelerators
+from .accelerators import AcceleratorPlan, device_pools, fake_device_faults, load_accelerators
 from .deploy import deploy_reference
 from .options import (
     EXIT_CLUSTER,
@@ -57,6 +61,7 @@ from .options import (
     RunOptions,
 )
 from .preflight import preflight
+from .progress import BehaviourCounter, ProgressTail, profile_lines
 
 __all__ = ["RunOptions", "RunResult", "options_wait", "run"]
 
@@ -102,7 +107,7 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
         if options.shard is not None:
             shard = Shard.parse(options.shard)
             data["run"]["shard"] = shard.as_report([])
-        capabilities, options = load_accelerators(options, data)
+        capabilities, options, plan = load_accelerators(options, data, behaviours)
         support = effective_support(_support(options), capabilities)
         selection = Selection.parse(options.profiles, options.features, options.ids, include_slow=not options.skip_slow)
         selection.check_ids(behaviours)
@@ -114,6 +119,7 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
     data["implementation"] = {**support.as_report(), "deployedBy": "harness" if options.implementation == "reference"
                               else "external"}  # fmt: skip
     data["run"]["selection"] = selection.as_report()
+    _announce(options, plan, progress)
     data["run"]["timeouts"] = timeouts.as_report()
     selected = [b for b in behaviours if selection.selects(b)]
     owners: dict[str, int] = {}
@@ -180,11 +186,12 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
         info_file = work / "cluster.json"
         info_file.write_text(info.to_json())
         base = _pytest_base(options, info, info_file, run_id, report_dir, controller_log)
+        counter = BehaviourCounter(len(selected))
         for pass_name in ("parallel", "serial"):
             if not any(_in_pass(b, pass_name) for b in selected):
                 continue
             progress(f"running the {pass_name} pass")
-            passes.append(_run_pass(base, pass_name, options, work, progress))
+            passes.append(_run_pass(base, pass_name, options, work, progress, counter))
             if passes[-1]["interrupted"]:
                 break
     except KeyboardInterrupt:
@@ -207,6 +214,19 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
                 provider.down(info.name)
             _finish(result, options, started)
     return result
+
+
+def _announce(options: RunOptions, plan: AcceleratorPlan, progress: Progress) -> None:
+    """Print the profiles this run covers, every one it leaves out with the reason, and the
+    accelerator drivers chosen by default."""
+    from ..framework.features import PROFILES
+
+    left_out = {"Accelerators": plan.left_out} if plan.left_out else {}
+    for line in profile_lines(options.profiles, list(PROFILES), left_out):
+        progress(line)
+    if plan.by_default:
+        for note in plan.notes:
+            progress(note)
 
 
 def _in_pass(b: Any, pass_name: str) -> bool:
@@ -281,18 +301,44 @@ def _pytest_base(
     return [*args, *options.pytest_args]
 
 
-def _run_pass(base: list[str], pass_name: str, options: RunOptions, work: Path, progress: Progress) -> dict[str, Any]:
+PROGRESS_POLL_SECONDS = 0.5  # how often a running pass's progress file is read
+
+
+def _run_pass(
+    base: list[str],
+    pass_name: str,
+    options: RunOptions,
+    work: Path,
+    progress: Progress,
+    counter: BehaviourCounter | None = None,
+) -> dict[str, Any]:
+    """Run one pass as a pytest subprocess (full output in ``<pass>.log``), printing one line per
+    finished behaviour from its progress file while it runs."""
     results = work / f"{pass_name}.json"
     results.unlink(missing_ok=True)
-    args = [*base, "--suite-pass", pass_name, "--results-file", str(results)]
+    events = work / f"{pass_name}.progress.jsonl"
+    events.unlink(missing_ok=True)
+    args = [*base, "--suite-pass", pass_name, "--results-file", str(results), "--progress-file", str(events)]
     if pass_name == "parallel" and options.workers > 1:
         args += ["-n", str(options.workers)]
     log = work / f"{pass_name}.log"
+    tail, counter = ProgressTail(events), counter or BehaviourCounter(0)
+
+    def forward() -> None:
+        for line in counter.lines(tail.poll()):
+            progress(line)
+
     started = time.monotonic()
     with log.open("w") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=str(work), stdin=subprocess.DEVNULL)
         try:
-            code = proc.wait()
+            while True:
+                try:
+                    code = proc.wait(timeout=PROGRESS_POLL_SECONDS)
+                    break
+                except subprocess.TimeoutExpired:
+                    forward()
+            forward()
         except KeyboardInterrupt:
             # The same SIGINT reached pytest (same process group): let it finish its report.
             try:
