@@ -22,6 +22,10 @@ its Pods and ControllerRevisions and the ledger of evictions it already approved
 :func:`prune` keeps the ledger honest: an approval is dropped once its Pod is seen terminating or
 gone (the Pods themselves then carry the disruption), or when it expires (an approved eviction
 the API server did not carry out, e.g. refused by a PodDisruptionBudget after us).
+
+Why this module is in the planner: the budget must judge readiness exactly as the reconcile does,
+so it reads Pods with :func:`.observe.observe_pod` and lays groups out with :class:`.layout.Layout`
+(and, under RoleRollingUpdate, :func:`.role_rollout.role_instances`).
 """
 
 from __future__ import annotations
@@ -33,9 +37,12 @@ from typing import Any
 from .. import faults
 from ..api.types import EvictionStrategySpec, ModelServing, ProtectionLevel, RecoveryPolicy, RolloutStrategyType
 from . import intstr
+from .layout import Layout
 from .names import LABEL_NAME, group_name
-from .plan import Group, Layout, ObservedPod, _role_instances, _roles_by_revision, observe_pod
+from .observe import Group, ObservedPod, observe_pod
 from .pods import revision_of
+from .revisions import roles_by_revision
+from .role_rollout import role_instances
 
 Unit = tuple[int, str, int]  # a Role instance: (group ordinal, role, index)
 
@@ -196,7 +203,7 @@ def _observe(
     ms: ModelServing, pods: list[dict[str, Any]], target: dict[str, Any], revisions: list[dict[str, Any]]
 ) -> tuple[dict[int, Group], Layout]:
     """The groups as the planner sees them, and the Pods each should have (its revision's layout)."""
-    roles_at = _roles_by_revision(ms, revisions)
+    roles_at = roles_by_revision(ms, revisions)
     update_rev = revision_of(ms.spec.template.roles)
 
     def roles_for(rev: str) -> list[Any]:
@@ -223,5 +230,5 @@ def _observe(
     strategy = ms.spec.rollout_strategy
     if strategy is not None and strategy.type is RolloutStrategyType.ROLE_ROLLING_UPDATE:
         for group in groups.values():
-            layout.set(group.ordinal, _role_instances(group, ms.spec.template.roles, roles_for, update_rev))
+            layout.set(group.ordinal, role_instances(group, ms.spec.template.roles, roles_for, update_rev))
     return groups, layout

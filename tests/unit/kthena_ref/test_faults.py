@@ -23,8 +23,9 @@ from kthena_ref.admission.rules import validate
 from kthena_ref.api.types import ModelServing, PluginSpec
 from kthena_ref.cli import main
 from kthena_ref.planner.eviction import decide
+from kthena_ref.planner.hooks import run_pod_create
 from kthena_ref.planner.names import LABEL_ENTRY, PodId
-from kthena_ref.planner.plan import Observed, _run_pod_create, plan
+from kthena_ref.planner.plan import Observed, plan
 from kthena_ref.plugins import build_chain
 from kthena_ref.plugins.base import HookRequest, NoOpHooks, PluginConfigError, Registry
 
@@ -150,7 +151,7 @@ def probe_plugin_order() -> str:
     registry.register("second", Marker)
     ms = with_plugins(MS().role("r", 1, 0).build(), {"name": "first"}, {"name": "second"})
     pod: dict[str, Any] = {"metadata": {"name": "ms-0-r-0-0"}, "spec": {"containers": []}}
-    _run_pod_create(build_chain(ms, registry), ms, ms.spec.template.roles, PodId(0, "r", 0, 0), pod)
+    run_pod_create(build_chain(ms, registry), ms, ms.spec.template.roles, PodId(0, "r", 0, 0), pod)
     return str(pod["metadata"]["annotations"]["order"])
 
 

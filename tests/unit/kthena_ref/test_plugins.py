@@ -180,12 +180,12 @@ def test_plugins_run_in_order_and_each_sees_the_previous_mutations() -> None:
     m = ms([{"name": "first"}, {"name": "second"}])
     chain = build_chain(m, registry)
     assert [b.spec.name for b in chain] == ["first", "second"]
-    from kthena_ref.planner.plan import _run_pod_create
+    from kthena_ref.planner.hooks import run_pod_create
 
     pod: dict[str, Any] = {"metadata": {"name": "x"}, "spec": {"containers": []}}
     from kthena_ref.planner.names import PodId
 
-    _run_pod_create(chain, m, m.spec.template.roles, PodId(0, "r", 0, 0), pod)
+    run_pod_create(chain, m, m.spec.template.roles, PodId(0, "r", 0, 0), pod)
     assert seen == ["first:[]", "second:['first']"]
 
 

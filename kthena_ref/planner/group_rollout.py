@@ -1,0 +1,112 @@
+"""ServingGroupRollingUpdate: the rollout's budget over ServingGroups, and acting on one step.
+
+Why this module exists: it wires the generic rollout arithmetic (:func:`.rollout.step`) to
+ServingGroups. :func:`pace` resolves ``rollingUpdateConfiguration`` against ``spec.replicas``,
+:func:`step` sees every observed group as a :class:`.rollout.Unit` (which groups to keep, remove
+and create is then settled by :mod:`.scale`), and :func:`apply` recreates the outdated groups the
+step chose, or patches them in place when they are eligible (:mod:`.fallback`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from .. import faults
+from ..api.types import ModelServing, RolloutStrategyType
+from . import inplace, intstr, rollout
+from .deletions import Deleter
+from .fallback import InPlaceFindings, fallback_event
+from .layout import Layout
+from .model import Event, Plan, PodPatch
+from .names import group_name
+from .observe import Group
+
+
+def enabled(ms: ModelServing) -> bool:
+    """ServingGroupRollingUpdate is the strategy (it is the default)."""
+    strategy = ms.spec.rollout_strategy
+    return strategy is None or strategy.type is RolloutStrategyType.SERVING_GROUP_ROLLING_UPDATE
+
+
+def pace(ms: ModelServing) -> rollout.Pace:
+    """ServingGroupRollingUpdate's budget, resolved against spec.replicas."""
+    spec = ms.spec
+    rolling = spec.rollout_strategy.rolling_update_configuration if spec.rollout_strategy else None
+    at = "rolloutStrategy.rollingUpdateConfiguration"
+    unavailable = rolling.max_unavailable if rolling else 1
+    if faults.active("unavailable-rounds-up") and isinstance(unavailable, str):
+        unavailable = intstr.resolve(unavailable, spec.replicas, round_up=True, field=f"{at}.maxUnavailable")
+    budget, surge = intstr.update_budget(unavailable, rolling.max_surge if rolling else None, spec.replicas, at)
+    part = intstr.partition(rolling.partition if rolling else None, spec.replicas, f"{at}.partition")
+    if faults.active("surge-ignored"):
+        surge = 0
+    if faults.active("partition-ignored"):
+        part = 0
+    return rollout.Pace(spec.replicas, budget, surge, part)
+
+
+def unit(group: Group, update_rev: str, layout: Layout, delete: Deleter, *, in_place: bool = False) -> rollout.Unit:
+    """One ServingGroup as a rollout unit (Pods this plan deletes count as gone)."""
+    live = [p for p in group.pods.values() if not delete.going(p)]
+    return rollout.Unit(
+        id=group.ordinal,
+        outdated=group.revision != update_rev,
+        ready=bool(live) and len(live) == len(group.pods) and group.ready(layout.expected(group.ordinal)),
+        terminating=not live,
+        in_place=in_place,
+    )
+
+
+def step(
+    budget: rollout.Pace,
+    groups: dict[int, Group],
+    layout: Layout,
+    update_rev: str,
+    findings: InPlaceFindings,
+    delete: Deleter,
+) -> rollout.Step | None:
+    """This reconcile's rollout step over the observed groups (None: nothing is outdated)."""
+    units = [
+        unit(g, update_rev, layout, delete, in_place=findings.in_place(g.revision)) for g in groups.values() if g.pods
+    ]
+    return rollout.step(units, budget)
+
+
+def apply(
+    out: Plan,
+    ms: ModelServing,
+    chosen: rollout.Step | None,
+    groups: dict[int, Group],
+    update_rev: str,
+    findings: InPlaceFindings,
+    delete: Deleter,
+    raw_by_name: dict[str, dict[str, Any]],
+    now: dt.datetime,
+) -> set[int]:
+    """Recreate the outdated groups ``chosen`` picked, and patch in place the ones it may; returns
+    the ordinals patched (their missing Pods wait until they have moved)."""
+    name = ms.metadata.name
+    patched: set[int] = set()
+    for ordinal in chosen.recreate if chosen else []:
+        group = groups[ordinal]
+        delete(group.live_pods(), "rolling update")
+        where = f"ServingGroup {group_name(name, ordinal)}"
+        out.events.append(Event("Normal", "RoleDeleting", f"recreating {where} at revision {update_rev}"))
+        if findings.enabled and not faults.active("no-fallback-event"):
+            out.events.append(fallback_event(where, findings.group(group.revision)))
+    for ordinal in chosen.patch if chosen else []:
+        patched.add(ordinal)
+        group = groups[ordinal]
+        for pod in group.live_pods():
+            role = next(r for r in ms.spec.template.roles if r.name == pod.pid.role)
+            body = inplace.pod_patch(raw_by_name[pod.name], role, pod.pid, update_rev, now)
+            out.patch_pods.append(PodPatch(pod.name, pod.uid, pod.resource_version, body, "in-place update"))
+        out.events.append(
+            Event(
+                "Normal",
+                "InPlaceUpdating",
+                f"updating ServingGroup {group_name(name, ordinal)} in place to revision {update_rev}",
+            )
+        )
+    return patched

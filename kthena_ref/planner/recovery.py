@@ -1,0 +1,138 @@
+"""Recovery: failed or lost Pods rebuild their ServingGroup, their Role instance, or themselves.
+
+Why this module exists: it is the one step of a reconcile that reacts to Pods going wrong. An
+error Pod (Failed, or restarted and not Ready) past ``restartGracePeriodSeconds``, or a Pod deleted
+behind our back, rebuilds its ServingGroup (``ServingGroupRecreate``), its Role instance
+(``RoleRecreate``) or only itself (``None``). A Pod updated in place is followed by
+:func:`in_place_progress` instead (its restarts are the update) until it arrives or its
+``progressDeadlineSeconds`` pass. The step returns what is being rebuilt, so Pod creation waits
+for the whole scope to go before building it again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from .. import faults
+from ..api.types import ModelServing, RecoveryPolicy
+from . import inplace
+from .deletions import Deleter
+from .layout import Layout
+from .model import Event, InstanceKey, Observed, Plan, PodPatch
+from .names import PodId, group_name, pod_name
+from .observe import Group, Observation, ObservedPod
+
+Rebuilding = set[int | InstanceKey]  # group ordinals and Role instances being rebuilt
+
+
+def recovery_policy(ms: ModelServing) -> RecoveryPolicy:
+    if faults.active("no-recovery"):
+        return RecoveryPolicy.NONE
+    return ms.spec.recovery_policy
+
+
+def recover(
+    out: Plan, observed: Observed, seen: Observation, layout: Layout, policy: RecoveryPolicy, delete: Deleter
+) -> Rebuilding:
+    """Rebuild the scope of every error Pod past its grace period and every lost Pod; follow the
+    Pods updated in place. Returns the groups and Role instances being rebuilt."""
+    name = observed.ms.metadata.name
+    rebuilding: Rebuilding = set()
+    grace = dt.timedelta(seconds=observed.ms.spec.template.restart_grace_period_seconds)
+    for group in seen.groups.values():
+        for pod in list(group.pods.values()):
+            if pod.in_place_since is not None and not pod.deleting:
+                in_place_progress(out, observed, group, pod, policy, delete, rebuilding, seen.raw_by_name)
+                continue  # its restarts are the update, not a failure
+            if not pod.in_error:
+                continue
+            since = pod.not_ready_since or observed.now  # observe_pod falls back to start/creation
+            wait = (since + grace - observed.now).total_seconds()
+            if wait > 0:
+                out.requeue(wait)
+                continue
+            rebuild(out, delete, group, pod.pid, policy, f"pod {pod.name} failed", name, rebuilding)
+        for pid in layout.expected(group.ordinal):
+            lost_name = pod_name(name, pid.ordinal, pid.role, pid.index, pid.k)
+            if pid in group.pods or lost_name not in observed.lost or policy is RecoveryPolicy.NONE:
+                continue
+            scope = (
+                group.live_pods()
+                if policy is RecoveryPolicy.SERVING_GROUP_RECREATE
+                else [p for p in group.live_pods() if (p.pid.role, p.pid.index) == (pid.role, pid.index)]
+            )
+            if scope:  # survivors to rebuild; an emptied instance is simply created again later
+                rebuild(out, delete, group, pid, policy, f"pod {lost_name} was deleted", name, rebuilding)
+    return rebuilding
+
+
+def rebuild(
+    out: Plan,
+    delete: Deleter,
+    group: Group,
+    pid: PodId,
+    policy: RecoveryPolicy,
+    why: str,
+    ms: str,
+    rebuilding: Rebuilding,
+) -> None:
+    """Rebuild the scope of ``pid`` (its group or Role instance) as one unit.
+
+    The failed Pod is deleted last, once every other Pod of the scope is gone: until then it
+    stays in the cluster as the record of the rebuild, so a controller that crashes half way
+    through finds it again and finishes the job (the intent is never only in memory), and no
+    member of the scope is recreated before the whole scope is down.
+    """
+    where = group_name(ms, group.ordinal)
+    if policy is RecoveryPolicy.NONE:
+        pod = group.pods.get(pid)
+        if pod is not None:
+            delete([pod], f"recovery: {why}")
+        return
+    whole_group = policy is RecoveryPolicy.SERVING_GROUP_RECREATE
+    scope = [p for p in group.pods.values() if whole_group or (p.pid.role, p.pid.index) == (pid.role, pid.index)]
+    others = [p for p in scope if p.pid != pid]
+    delete([p for p in others if not p.deleting], f"recovery: {why}")
+    if not others:
+        delete([p for p in scope if p.pid == pid], f"recovery: {why}")
+    rebuilding.add(group.ordinal if whole_group else (group.ordinal, pid.role, pid.index))
+    if any(not p.deleting for p in scope):
+        what = f"ServingGroup {where}" if whole_group else f"role {pid.role_id} of ServingGroup {where}"
+        out.events.append(Event("Normal", "RoleDeleting", f"recreating {what}: {why}"))
+
+
+def in_place_progress(
+    out: Plan,
+    observed: Observed,
+    group: Group,
+    pod: ObservedPod,
+    policy: RecoveryPolicy,
+    delete: Deleter,
+    rebuilding: Rebuilding,
+    raw_by_name: dict[str, dict[str, Any]],
+) -> None:
+    """Follow a Pod updated in place (it gets no other error recovery meanwhile).
+
+    Arrived (Running, Ready, on its new images): the annotation goes. Still on its way before the
+    progress deadline: it is left alone (its restarts are the update, not a failure). Past the
+    deadline: ProgressDeadlineExceeded is reported and the RecoveryPolicy rebuilds its scope
+    (None: only the report, as a Deployment past its deadline)."""
+    if pod.running_ready:
+        out.patch_pods.append(
+            PodPatch(pod.name, pod.uid, pod.resource_version, inplace.finished_patch(raw_by_name[pod.name]), "arrived")
+        )
+        return
+    assert pod.in_place_since is not None
+    deadline = inplace.progress_deadline(observed.ms)
+    due = pod.in_place_since + deadline
+    if observed.now < due or faults.active("no-progress-deadline"):
+        if not faults.active("no-progress-deadline"):
+            out.requeue((due - observed.now).total_seconds())
+        return
+    seconds = int(deadline.total_seconds())
+    message = f"pod {pod.name} is not ready on revision {pod.revision} {seconds}s after its in-place update started"
+    out.reports.append(("ProgressDeadlineExceeded", message))
+    if policy is not RecoveryPolicy.NONE:
+        rebuild(out, delete, group, pod.pid, policy, "in-place update passed its progress deadline",
+                observed.ms.metadata.name, rebuilding)  # fmt: skip

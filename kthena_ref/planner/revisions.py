@@ -1,0 +1,111 @@
+"""Revisions in one reconcile: which Roles each revision is, which revision each group is built at.
+
+Why this module exists: the update revision is the hash of the current roles (:func:`.pods.revision_of`);
+older ones come from ControllerRevisions, so groups (or Role instances) at an old revision can still be
+rebuilt from it. :class:`Revisions` answers the questions every other step asks (the Roles of a
+revision, the revision a group's missing Pods are built at, the *current* revision of the groups not
+yet updated), and :func:`plan_revisions` keeps the ControllerRevisions themselves (the history limit
+counts only revisions no group runs).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ..api.types import ModelServing, Role
+from .model import Plan
+from .names import LABEL_REVISION
+from .observe import Group
+from .pods import controller_revision, revision_of
+
+
+def roles_by_revision(ms: ModelServing, revisions: list[dict[str, Any]]) -> dict[str, list[Role]]:
+    """The Roles of every known revision (the recorded ones and the update revision)."""
+    known: dict[str, list[Role]] = {}
+    for cr in revisions:
+        rev = ((cr.get("metadata") or {}).get("labels") or {}).get(LABEL_REVISION)
+        roles = (cr.get("data") or {}).get("roles")
+        if rev and isinstance(roles, list):
+            try:
+                known[rev] = [Role.model_validate(r) for r in roles]
+            except ValueError:
+                continue  # a damaged revision cannot rebuild anything; the update revision still can
+    known[revision_of(ms.spec.template.roles)] = ms.spec.template.roles
+    # Role replicas only scale, they are not part of a revision: every revision takes them from
+    # the current spec, so scaling a Role reaches groups still running an older template too.
+    replicas = {r.name: r.replicas for r in ms.spec.template.roles}
+    return {
+        rev: [r.model_copy(update={"replicas": replicas[r.name]}) if r.name in replicas else r for r in roles]
+        for rev, roles in known.items()
+    }
+
+
+def current_revision(
+    ms: ModelServing, groups: dict[int, Group], update_rev: str, known: dict[str, list[Role]], protected: set[int]
+) -> str:
+    """The revision of the groups not (yet) updated.
+
+    It stays what status recorded while an older revision is still running or still protected by
+    the partition (so a protected group rebuilt by recovery comes back at it), and becomes the
+    update revision once no group runs anything else.
+    """
+    previous = ms.status.current_revision if ms.status else None
+    older = Counter(g.revision for g in groups.values() if g.pods and g.revision != update_rev)
+    if previous and previous != update_rev and previous in known and (older or protected):
+        return previous
+    if older:
+        return older.most_common(1)[0][0]
+    return update_rev
+
+
+class Revisions:
+    """The revisions of one reconcile.
+
+    ``current`` and ``protected`` are the update revision and nothing until :meth:`settle` is
+    called, once the groups to keep are known; :meth:`target` reads them when it is asked."""
+
+    def __init__(self, ms: ModelServing, revisions: list[dict[str, Any]], groups: dict[int, Group]) -> None:
+        self._ms = ms
+        self._groups = groups
+        self.update = revision_of(ms.spec.template.roles)
+        self.roles_at = roles_by_revision(ms, revisions)
+        self.current = self.update
+        self.protected: set[int] = set()  # ordinals the partition protects
+
+    def roles_for(self, rev: str) -> list[Role]:
+        """The Roles of revision ``rev`` (the current spec's when it is not known)."""
+        return self.roles_at.get(rev, self._ms.spec.template.roles)
+
+    def target(self, ordinal: int) -> str:
+        """The revision a group's missing Pods are built at (and labelled with)."""
+        group = self._groups.get(ordinal)
+        if group is not None and group.pods:
+            return group.revision if group.revision in self.roles_at else self.update
+        return self.current if ordinal in self.protected else self.update
+
+    def settle(self, protected: set[int]) -> None:
+        """Fix the protected ordinals and, from them, the current revision."""
+        self.protected = protected
+        self.current = current_revision(self._ms, self._groups, self.update, self.roles_at, protected)
+
+
+def plan_revisions(
+    out: Plan, ms: ModelServing, observed: list[dict[str, Any]], revs: Revisions, used: set[str]
+) -> None:
+    """Create the update revision's ControllerRevision if missing; delete the oldest revisions no
+    group runs (``used``) beyond ``revisionHistoryLimit``."""
+    have = {((cr.get("metadata") or {}).get("labels") or {}).get(LABEL_REVISION): cr for cr in observed}
+    numbers = [int(cr.get("revision") or 0) for cr in observed]
+    if revs.update not in have:
+        out.create_revisions.append(
+            controller_revision(ms, revs.update, ms.spec.template.roles, max(numbers, default=0) + 1)
+        )
+    live = {revs.update, revs.current} | used
+    dead = sorted(
+        (cr for rev, cr in have.items() if rev not in live),
+        key=lambda cr: int(cr.get("revision") or 0),
+    )
+    excess = len(dead) - ms.spec.revision_history_limit
+    for cr in dead[: max(0, excess)]:
+        out.delete_revisions.append(cr["metadata"]["name"])

@@ -1,0 +1,105 @@
+"""Scale: which ServingGroups should exist, and which Pods go because their group or Role shrank.
+
+Why this module exists: it settles the set of groups a reconcile keeps. Under
+ServingGroupRollingUpdate with outdated groups, one rollout step decides (:mod:`.group_rollout`:
+recreate within maxUnavailable, create within maxSurge, the partition protects). Otherwise plain
+scaling keeps ``spec.replicas`` groups: add the lowest missing ordinals, remove not-ready first,
+then the lowest summed pod-deletion-cost, then the highest ordinal. Inside every kept group, the
+Pods the :class:`~.layout.Layout` no longer wants (a Role scaled down) are removed too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import faults
+from ..api.types import ModelServing
+from . import group_rollout, rollout
+from .deletions import Deleter
+from .fallback import InPlaceFindings
+from .layout import Layout
+from .model import Event, Plan
+from .names import PodId, group_name
+from .observe import Group
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The ServingGroups of this reconcile."""
+
+    kept: set[int]  # ordinals to keep or create
+    victims: list[Group]  # groups to remove
+    protected: set[int]  # ordinals the partition protects
+    step: rollout.Step | None  # the ServingGroupRollingUpdate step, when there is one
+
+
+def scale_down_order(group: Group, expected: list[PodId]) -> tuple[int, int, int]:
+    """Sort key: not-ready first, then the lowest summed deletion cost, then the highest ordinal."""
+    if faults.active("scale-down-lowest-ordinal"):
+        return (0, 0, group.ordinal)
+    return (1 if group.ready(expected) else 0, group.deletion_cost(), -group.ordinal)
+
+
+def choose_groups(groups: dict[int, Group], replicas: int, layout: Layout) -> tuple[set[int], list[Group]]:
+    """(ordinals to keep or create, groups to remove)."""
+    existing = sorted(groups.values(), key=lambda g: scale_down_order(g, layout.expected(g.ordinal)))
+    victims: list[Group] = []
+    while len(existing) - len(victims) > replicas:
+        victims.append(existing[len(victims)])
+    kept = {g.ordinal for g in existing} - {g.ordinal for g in victims}
+    ordinal = 0
+    while len(kept) < replicas:
+        if ordinal not in groups:
+            kept.add(ordinal)
+        ordinal += 1
+    return kept, victims
+
+
+def decide(
+    ms: ModelServing,
+    groups: dict[int, Group],
+    layout: Layout,
+    update_rev: str,
+    findings: InPlaceFindings,
+    delete: Deleter,
+) -> Scale:
+    """The groups to keep, remove and protect: by the rollout step when there is one, else by plain
+    scaling."""
+    budget = group_rollout.pace(ms) if group_rollout.enabled(ms) else None
+    chosen = None
+    if budget is not None:
+        chosen = group_rollout.step(budget, groups, layout, update_rev, findings, delete)
+    if chosen is None:
+        kept, victims = choose_groups(groups, ms.spec.replicas, layout)
+        # Partition protects the first N kept replicas in ascending ordinal order (not ordinals < N).
+        protected = set(rollout.protected_ids(kept, budget.partition if budget else 0))
+    else:
+        victims = [groups[o] for o in chosen.remove]
+        kept = (set(groups) - set(chosen.remove)) | set(chosen.create)
+        protected = set(chosen.protected)
+    return Scale(kept, victims, protected, chosen)
+
+
+def remove_groups(out: Plan, ms: str, victims: list[Group], delete: Deleter) -> None:
+    for group in victims:
+        delete(group.live_pods(), "scale-down")
+        if group.live_pods():
+            out.events.append(
+                Event("Normal", "RoleDeleting", f"deleting ServingGroup {group_name(ms, group.ordinal)} (scale down)")
+            )
+
+
+def remove_surplus(
+    out: Plan, ms: str, groups: dict[int, Group], kept: set[int], layout: Layout, delete: Deleter
+) -> None:
+    """Delete the Pods of kept groups that their layout no longer has (a Role scaled down)."""
+    for ordinal in sorted(kept):
+        if ordinal not in groups:
+            continue
+        wanted = set(layout.expected(ordinal))
+        surplus = [p for p in groups[ordinal].live_pods() if p.pid not in wanted]
+        delete(surplus, "role scale-down")
+        for rid in sorted({p.pid.role_id for p in surplus}):
+            out.events.append(
+                Event("Normal", "RoleDeleting", f"deleting role {rid} of ServingGroup {group_name(ms, ordinal)}")
+            )
