@@ -3,7 +3,9 @@
 Under ``RoleRollingUpdate`` each Role of a ServingGroup rolls within its own budget
 (:mod:`.rollout`); ``rolloutStrategy.roleCoordination`` then holds some of those starts back. A
 *start* is anything that puts an instance on its way to the update revision: recreating or
-patching an outdated instance, or creating a new one.
+patching an outdated instance, or creating a new one. Why this module exists: the rules below
+are subtle enough to be one pure, table-tested function; :func:`.role_rollout.coordinate` feeds
+it each group's progress and applies its answer to the Roles' steps.
 
 ``maxSkew``: the target-version Ready ratio of a participating Role is its Ready instances at
 the update revision over its formal replica count (partition-protected capacity included, as the

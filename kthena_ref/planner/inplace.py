@@ -12,6 +12,10 @@ new images (kubelet restarted the containers); until then it counts as unavailab
 Ready condition still says. When it has arrived the annotation is removed. If it has not arrived
 ``progressDeadlineSeconds`` (default 1800) after the update started, the update of its unit has
 failed: a Warning ``ProgressDeadlineExceeded`` is reported and the RecoveryPolicy takes over.
+
+Why this module exists: these mechanics are shared by observation (:mod:`.observe`), both rollouts
+(:mod:`.group_rollout`, :mod:`.role_rollout`) and recovery (:func:`.recovery.in_place_progress`);
+whether a unit may be patched at all is decided by :mod:`.fallback`.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 maxUnavailable rounds down, maxSurge and partition round up (spec: RollingUpdateConfiguration,
 Role). A percentage must be written ``N%``; anything else is an error naming the field.
+Admission validates these values and the planner resolves them with the same functions, so the
+two can never disagree.
 """
 
 from __future__ import annotations

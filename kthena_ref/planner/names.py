@@ -3,6 +3,10 @@
 ServingGroup ``<ms>-<ordinal>``; role instance ``<role>-<index>``; Pod
 ``<ms>-<ordinal>-<role>-<index>-<k>`` with k = 0 for the entry Pod and 1..workerReplicas for the
 workers; ControllerRevision ``<ms>-<hash>``; PodGroup ``<ms>-<ordinal>``.
+
+Why this module exists: the planner, the plugins, admission and the CRD generation all spell these
+names and labels, and the planner reads a Pod's place back from its labels (:func:`parse_pod_labels`);
+one module keeps every spelling identical.
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@ rollout (role ``replicas``, ``maxUnavailable``, ``maxSurge``, ``partition``), as
 it: changing those never rolls Pods, changing a pod template or ``workerReplicas`` does. The
 hash strings are ours (upstream's are not reproducible across languages); tests compare
 behaviour, never hash values.
+
+Why this module exists: what a revision is and what Pod a Role instance gets must be one answer
+everywhere: Pod creation (:mod:`.create`), PodGroup sizes (:mod:`.podgroups`), ControllerRevisions
+(:mod:`.revisions`) and the in-place eligibility check (:mod:`.eligibility`) all build on it.
 """
 
 from __future__ import annotations

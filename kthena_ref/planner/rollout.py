@@ -6,7 +6,8 @@ The same arithmetic paces both rollout granularities: ServingGroups by ordinal u
 one of those, seen as plain data (:class:`Unit`); :func:`step` says which units to recreate,
 which to update in place, which new ids to create and which to remove, for one reconcile. It is
 called again on the next reconcile with what is then observed, so it keeps no state: everything
-it needs is in the units (a unit's revision lives in its Pods' labels).
+it needs is in the units (a unit's revision lives in its Pods' labels). :mod:`.group_rollout` and
+:mod:`.role_rollout` turn groups and Role instances into units and act on the step.
 
 The budget, as the spec defines it (RollingUpdateConfiguration, Role):
 
