@@ -27,6 +27,7 @@ class InPlaceFindings:
         self._cache: dict[tuple[str, str | None], list[eligibility.Finding]] = {}
 
     def group(self, revision: str, role: str | None = None) -> list[eligibility.Finding]:
+        """The findings against patching a unit at ``revision`` (one Role of it, when ``role``)."""
         key = (revision, role)
         if key not in self._cache:
             old = self._roles_at.get(revision)
@@ -45,6 +46,7 @@ class InPlaceFindings:
 
 
 def fallback_event(where: str, findings: list[eligibility.Finding]) -> Event:
+    """``InPlaceUpdateFallback`` for the unit named ``where``, with its first three findings."""
     shown = "; ".join(f"{f.field}: {f.reason}" for f in findings[:3])
     more = f" (and {len(findings) - 3} more)" if len(findings) > 3 else ""
     return Event(

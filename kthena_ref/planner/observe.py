@@ -136,6 +136,7 @@ class Group:
 
 
 def instance_key(pod: ObservedPod) -> InstanceKey:
+    """The Role instance ``pod`` belongs to."""
     return (pod.pid.ordinal, pod.pid.role, pod.pid.index)
 
 

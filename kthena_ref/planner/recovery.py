@@ -27,6 +27,7 @@ Rebuilding = set[int | InstanceKey]  # group ordinals and Role instances being r
 
 
 def recovery_policy(ms: ModelServing) -> RecoveryPolicy:
+    """``spec.recoveryPolicy`` (``None`` under the no-recovery fault)."""
     if faults.active("no-recovery"):
         return RecoveryPolicy.NONE
     return ms.spec.recovery_policy

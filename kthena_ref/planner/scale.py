@@ -81,6 +81,7 @@ def decide(
 
 
 def remove_groups(out: Plan, ms: str, victims: list[Group], delete: Deleter) -> None:
+    """Delete every live Pod of the groups scale-down removes."""
     for group in victims:
         delete(group.live_pods(), "scale-down")
         if group.live_pods():
