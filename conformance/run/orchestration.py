@@ -469,7 +469,7 @@ def _clean(report_dir: Path) -> None:
 
     for name in ("allure-results", "artifacts", ".passes"):
         shutil.rmtree(report_dir / name, ignore_errors=True)
-    for name in ("junit.xml", "conformance-report.yaml", "conformance-report.json"):
+    for name in ("junit.xml", "conformance-report.yaml", "conformance-report.json", "index.html"):
         (report_dir / name).unlink(missing_ok=True)
 
 
@@ -486,4 +486,7 @@ def _finish(result: RunResult, options: RunOptions, started: dt.datetime, *, wri
         return result
     result.paths = report.write(data, options.report_dir)
     result.paths.append(junit.write(data, options.report_dir / "junit.xml"))
+    page = options.report_dir / "index.html"
+    if page.is_file():
+        result.paths.insert(0, page)
     return result

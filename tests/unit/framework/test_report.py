@@ -100,6 +100,7 @@ def test_write_then_verify_is_clean(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
         "conformance-report.json",
         "conformance-report.yaml",
+        "index.html",
     ]
 
 
