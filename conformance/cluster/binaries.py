@@ -2,12 +2,13 @@
 
 The embedded cluster runs real upstream binaries: etcd, kube-apiserver, kube-controller-manager,
 kube-scheduler, and kwok (the simulated kubelet), plus kwokctl for the side-by-side benchmark.
-They come from three small Go wrapper modules kept in ``cluster-binaries/`` (the Kubernetes one
+They come from three small Go wrapper modules kept in ``gomodules/`` beside this file and shipped
+as package data, so an installed wheel builds them too (the Kubernetes one
 needs a ``replace`` per staging module, etcd and kwok are kept apart so their dependency graphs
 do not couple). The first build takes many minutes on two cores; afterwards every run finds the
 binaries in ``<cache>/bin/<versions>/`` and starts in seconds.
 
-CoreDNS (the optional DNS server, ``cluster-binaries/coredns``) is an *extra*: built on demand into
+CoreDNS (the optional DNS server, ``gomodules/coredns``) is an *extra*: built on demand into
 the same directory with its own recipe digest and manifest entry, never required. A set without it
 is complete (the cluster then runs without DNS); adding, changing or failing to build it never
 invalidates the control-plane binaries.
@@ -15,7 +16,8 @@ invalidates the control-plane binaries.
 A cache directory is complete only when its ``manifest.json`` exists: the build writes into a
 temporary sibling and renames it into place, so an interrupted build never looks finished. The
 manifest records each binary's size and SHA-256 and the digest of the recipe (go.mod, go.sum,
-main packages, linker flags) it was built from: a changed recipe rebuilds, a binary that no
+main packages, linker flags; paths relative to ``gomodules/``, so where the package is installed
+does not matter) it was built from: a changed recipe rebuilds, a binary that no
 longer matches its manifest is reported as a corrupt cache with what to do.
 """
 
@@ -36,7 +38,7 @@ from typing import TextIO
 from filelock import FileLock
 
 from .errors import HarnessError
-from .paths import binaries_root, repo_root
+from .paths import binaries_root, go_modules_root
 from .versions import COREDNS, FALLBACKS, PINNED, Versions
 
 Progress = Callable[[str], None]
@@ -50,6 +52,10 @@ ALL_BINARIES = ("etcd", *CONTROL_PLANE, "kwok", "kwokctl")
 EXTRAS = ("coredns",)
 MIN_GO = (1, 26)
 HEARTBEAT = 30.0  # seconds between "still compiling" lines during a build
+MODULE_MISSING_HINT = (
+    "the installation is incomplete (the Go wrapper modules ship as package data of conformance.cluster): "
+    "reinstall kthena-conformance, or set KTHENA_BIN_DIR to prebuilt binaries"
+)
 
 
 def _quiet(_: str) -> None:
@@ -60,7 +66,7 @@ def _quiet(_: str) -> None:
 class GoBuild:
     """One ``go build`` invocation: a wrapper module, the packages to build and its linker flags."""
 
-    module: str  # directory name under cluster-binaries/
+    module: str  # directory name under gomodules/
     packages: tuple[str, ...]
     ldflags: tuple[str, ...]
     outputs: tuple[str, ...]
@@ -106,7 +112,7 @@ def go_mod_edits(module: str, versions: Versions) -> list[list[str]]:
     """``go mod edit`` argument lists that retarget a wrapper module to ``versions`` (pure)."""
     if module == "controlplane":
         edits = [["-require", f"k8s.io/kubernetes@{versions.kubernetes}"]]
-        for line in (repo_root() / "cluster-binaries" / "controlplane" / "go.mod").read_text().splitlines():
+        for line in (go_modules_root() / "controlplane" / "go.mod").read_text().splitlines():
             parts = line.split()
             if len(parts) == 4 and parts[1] == "=>" and parts[0].startswith("k8s.io/"):
                 edits.append(["-replace", f"{parts[0]}={parts[0]}@{versions.staging}"])
@@ -133,7 +139,7 @@ def extras_plan() -> tuple[GoBuild, ...]:
 
 
 def _digest_step(h: hashlib._Hash, step: GoBuild) -> None:
-    src = repo_root() / "cluster-binaries"
+    src = go_modules_root()
     h.update(" ".join(step.argv(Path("/out"))).encode())
     for path in sorted((src / step.module).rglob("*")):
         if path.is_file() and path.suffix in {".go", ".mod", ".sum"}:
@@ -388,13 +394,13 @@ class BinaryCache:
         digest = extra_recipe_digest(step)
         log_path = self.root / f"build-{target.versions.key()}.log"
         staging = Path(tempfile.mkdtemp(prefix=f".{step.module}.", dir=self.root))
-        source = repo_root() / "cluster-binaries" / step.module
+        source = go_modules_root() / step.module
         started = time.monotonic()
         entries: dict[str, dict[str, object]] = {}
         failure: str | None = None
         try:
             if not source.is_dir():
-                raise HarnessError(f"the Go wrapper module {source} is missing", "run from a complete checkout")
+                raise HarnessError(f"the Go wrapper module {source} is missing", MODULE_MISSING_HINT)
             progress(f"go build {step.module} (optional, once; the cluster runs without it if this fails) ...")
             with log_path.open("a") as log:
                 self._run(go, step.argv(staging)[1:], source, log, log_path, progress)
@@ -481,9 +487,9 @@ class BinaryCache:
     def _module_dir(self, go: str, module: str, versions: Versions, work: Path, log: TextIO) -> Path:
         """The wrapper module to build in: the checked-in one for the pinned versions, else a
         retargeted copy (``go mod edit`` + ``go mod tidy``) in a scratch directory."""
-        source = repo_root() / "cluster-binaries" / module
+        source = go_modules_root() / module
         if not source.is_dir():
-            raise HarnessError(f"the Go wrapper module {source} is missing", "run from a complete checkout")
+            raise HarnessError(f"the Go wrapper module {source} is missing", MODULE_MISSING_HINT)
         if versions == PINNED:
             return source
         target = work / module

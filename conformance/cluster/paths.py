@@ -1,7 +1,9 @@
-"""Where the harness keeps its per-user state: the binary cache and the cluster run directories.
+"""Where the harness keeps its per-user state (the binary cache and the cluster run directories),
+and where its own shipped sources are (the Go wrapper modules, package data).
 
-One root, overridable with ``KTHENA_CACHE_DIR`` (CI points it at a warm directory), so that
-"remove this folder" is always a complete reset.
+One state root, overridable with ``KTHENA_CACHE_DIR`` (CI points it at a warm directory), so that
+"remove this folder" is always a complete reset. Nothing the harness needs at run time lives
+outside its packages: an installed wheel works from any directory.
 """
 
 from __future__ import annotations
@@ -30,6 +32,13 @@ def runs_root() -> Path:
     return cache_root() / "clusters"
 
 
+def go_modules_root() -> Path:
+    """The Go wrapper modules the binaries are built from (``controlplane``, ``etcd``, ``kwok``,
+    ``coredns``): package data of ``conformance.cluster``, so a wheel carries them."""
+    return Path(__file__).resolve().parent / "gomodules"
+
+
 def repo_root() -> Path:
-    """The checkout this package was installed from (the Go wrapper modules live there)."""
+    """The source checkout, for the project's own tests and tools only: an installed package has
+    none, and nothing ``kthena-conformance`` runs may depend on it."""
     return Path(__file__).resolve().parents[2]

@@ -25,10 +25,10 @@ from conformance.cluster.binaries import (
     recipe_digest,
 )
 from conformance.cluster.errors import HarnessError
-from conformance.cluster.paths import repo_root
+from conformance.cluster.paths import go_modules_root
 from conformance.cluster.versions import FALLBACKS, K3S_IMAGE, KIND_NODE_IMAGE, PINNED, Versions
 
-MODULES = repo_root() / "cluster-binaries"
+MODULES = go_modules_root()
 FALLBACK = Versions(kubernetes="v1.36.1", etcd="v3.6.15", kwok="v0.8.0")
 OUT = Path("/cache/staging")
 
@@ -285,11 +285,11 @@ def test_recipe_digest_tracks_module_sources(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, relative: str, changes: bool
 ) -> None:
     original = recipe_digest(PINNED)
-    shutil.copytree(MODULES, tmp_path / "cluster-binaries")
-    monkeypatch.setattr(binaries, "repo_root", lambda: tmp_path)
+    shutil.copytree(MODULES, tmp_path / "gomodules")
+    monkeypatch.setattr(binaries, "go_modules_root", lambda: tmp_path / "gomodules")
     before = recipe_digest(PINNED)
-    assert before == original  # the digest depends on the sources, not on where the checkout is
-    target = tmp_path / "cluster-binaries" / relative
+    assert before == original  # the digest depends on the sources, not on where the package is
+    target = tmp_path / "gomodules" / relative
     with target.open("a") as f:
         f.write("\n// changed\n")
     assert (recipe_digest(PINNED) != before) is changes

@@ -27,7 +27,7 @@ from conformance.cluster.local.components import (
     dns_files,
 )
 from conformance.cluster.local.supervisor import Supervisor, free_dns_port
-from conformance.cluster.paths import repo_root
+from conformance.cluster.paths import go_modules_root
 from conformance.cluster.provider import ClusterInfo
 from conformance.cluster.spec import ClusterSpec
 from conformance.cluster.versions import COREDNS
@@ -44,7 +44,7 @@ PORTS = Ports(
     dns=31053,
     dns_ready=31181,
 )
-MODULE = repo_root() / "cluster-binaries" / "coredns"
+MODULE = go_modules_root() / "coredns"
 KUBECONFIG = ROOT / "kubeconfigs" / "coredns.yaml"
 
 

@@ -20,10 +20,10 @@ from conformance.cluster.binaries import (
     recipe_digest,
 )
 from conformance.cluster.errors import HarnessError
-from conformance.cluster.paths import repo_root
+from conformance.cluster.paths import go_modules_root
 from conformance.cluster.versions import PINNED
 
-MODULES = repo_root() / "cluster-binaries"
+MODULES = go_modules_root()
 (COREDNS_STEP,) = extras_plan()
 
 
@@ -90,20 +90,20 @@ def _builds(fake: Path) -> list[str]:
 
 
 def test_core_recipe_ignores_the_coredns_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    shutil.copytree(MODULES, tmp_path / "cluster-binaries")
-    monkeypatch.setattr(binaries, "repo_root", lambda: tmp_path)
+    shutil.copytree(MODULES, tmp_path / "gomodules")
+    monkeypatch.setattr(binaries, "go_modules_root", lambda: tmp_path / "gomodules")
     core, extra = recipe_digest(PINNED), extra_recipe_digest(COREDNS_STEP)
-    with (tmp_path / "cluster-binaries" / "coredns" / "main.go").open("a") as f:
+    with (tmp_path / "gomodules" / "coredns" / "main.go").open("a") as f:
         f.write("\n// changed\n")
     assert recipe_digest(PINNED) == core  # existing caches stay valid
     assert extra_recipe_digest(COREDNS_STEP) != extra
 
 
 def test_extra_recipe_ignores_the_control_plane_modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    shutil.copytree(MODULES, tmp_path / "cluster-binaries")
-    monkeypatch.setattr(binaries, "repo_root", lambda: tmp_path)
+    shutil.copytree(MODULES, tmp_path / "gomodules")
+    monkeypatch.setattr(binaries, "go_modules_root", lambda: tmp_path / "gomodules")
     extra = extra_recipe_digest(COREDNS_STEP)
-    with (tmp_path / "cluster-binaries" / "etcd" / "go.sum").open("a") as f:
+    with (tmp_path / "gomodules" / "etcd" / "go.sum").open("a") as f:
         f.write("\n")
     assert extra_recipe_digest(COREDNS_STEP) == extra
 
