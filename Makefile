@@ -7,8 +7,9 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 # Parallel workers for the tests that share the embedded cluster.
 WORKERS ?= 2
-# Kept clusters (one per xdist worker) the self-validation variants spread over.
-SELFVAL_WORKERS ?= 3
+# Workers of the own-controller pass (the control run, self-validation variants on a kept cluster
+# per worker, sharding, the installed wheel): mostly waiting, so more workers than cores.
+OWN_WORKERS ?= 4
 PYTEST := $(BIN)/pytest -p no:cacheprovider
 
 .PHONY: all venv binaries conformance test test-all test-fast test-slow lint bench catalog clean distclean
@@ -33,16 +34,17 @@ conformance: binaries
 	$(BIN)/kthena-conformance run --provider local --report-dir reports
 
 # Unit tests, then the cluster tests in parallel on one shared embedded cluster, then the tests
-# that must run alone, then the own-controller tests (the suite's control run against the healthy
-# reference among them), then self-validation: each broken variant of the reference against the
-# behaviours it must break, on SELFVAL_WORKERS kept clusters. Prints each pass's time and the total.
+# that must run alone, then the own-controller tests on OWN_WORKERS workers: the suite's control
+# run against the healthy reference and self-validation (each broken variant of the reference
+# against the behaviours it must break, on a kept cluster per worker) among them. Prints each
+# pass's time and the total.
 test: binaries
-	$(BIN)/python ci/test_passes.py --workers $(WORKERS) --selfval-workers $(SELFVAL_WORKERS)
+	$(BIN)/python ci/test_passes.py --workers $(WORKERS) --own-workers $(OWN_WORKERS)
 
 # The exhaustive run: as `make test`, but every broken variant runs the whole suite (faults x
 # behaviours) and reports what else it breaks. Use it when the suite's judging or the faults change.
 test-all: binaries
-	$(BIN)/python ci/test_passes.py --workers $(WORKERS) --selfval-workers $(SELFVAL_WORKERS) --all
+	$(BIN)/python ci/test_passes.py --workers $(WORKERS) --own-workers $(OWN_WORKERS) --all
 
 # Unit tests only: no Go, no cluster, a few seconds.
 test-fast: venv

@@ -7,11 +7,12 @@ The passes differ in what they share, so they cannot be one pytest invocation:
    controller, on xdist workers (and the headless-browser test of the HTML report).
 3. ``serial``: tests that must run alone (their own clusters, Ctrl-C, killed parents, a restarted
    kube-apiserver).
-4. ``own-controller``: tests that start and kill reference controllers of their own, incl. the
-   control run of the whole suite against the healthy reference.
-5. ``self-validation``: the suite against each broken variant of the reference, narrowed to the
-   behaviours the fault must break; several workers, each with a kept cluster of its own (the
-   variants mostly wait out deadlines, so they overlap well on two cores).
+4. ``own-controller``: tests that start and kill reference controllers of their own: the control
+   run of the whole suite against the healthy reference, self-validation (the suite against each
+   broken variant, narrowed to the behaviours the fault must break, on a kept cluster per
+   worker), sharding, the installed wheel, interrupts, crashes. On several xdist workers: most of
+   these tests wait (out deadlines, for clusters), so they overlap well even on two cores; the
+   ones that start controllers on the shared cluster share one worker (``--dist loadgroup``).
 
 ``--all`` (``make test-all``) makes every variant run the whole suite instead of its targets
 (``KTHENA_SELFVAL_EXHAUSTIVE=1``): faults x behaviours, for when the suite's judging changes.
@@ -39,14 +40,16 @@ class Pass:
     args: tuple[str, ...]
 
 
-def passes(workers: int, selfval_workers: int) -> list[Pass]:
+def passes(workers: int, own_workers: int) -> list[Pass]:
     """The passes in order (pure)."""
     return [
         Pass("unit", ("-n", str(workers), "tests/unit")),
         Pass("shared-cluster", ("-n", str(workers), "-m", "(cluster or browser) and not serial", "tests/integration")),
         Pass("serial", ("-m", "serial and not own_controller", "tests/integration")),
-        Pass("own-controller", ("-m", "own_controller and not self_validation", "tests/integration")),
-        Pass("self-validation", ("-n", str(selfval_workers), "-m", "self_validation", "tests/integration")),
+        Pass(
+            "own-controller",
+            ("-n", str(own_workers), "--dist", "loadgroup", "-m", "own_controller", "tests/integration"),
+        ),
     ]
 
 
@@ -65,14 +68,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="test_passes", description=__doc__.splitlines()[0])
     parser.add_argument("--pytest", default=str(ROOT / ".venv" / "bin" / "pytest"))
     parser.add_argument("--workers", type=int, default=2, help="xdist workers for the unit and shared passes")
-    parser.add_argument("--selfval-workers", type=int, default=3, help="xdist workers (clusters) for the variants")
+    parser.add_argument("--own-workers", type=int, default=4, help="xdist workers for the own-controller pass")
     parser.add_argument("--all", action="store_true", help="every variant runs the whole suite")
     parser.add_argument("--only", action="append", default=[], help="run only these passes (repeatable)")
     args = parser.parse_args(argv)
     env = dict(os.environ)
     if args.all:
         env["KTHENA_SELFVAL_EXHAUSTIVE"] = "1"
-    chosen = [p for p in passes(args.workers, args.selfval_workers) if not args.only or p.name in args.only]
+    chosen = [p for p in passes(args.workers, args.own_workers) if not args.only or p.name in args.only]
     results: list[tuple[str, int, float]] = []
     started = time.monotonic()
     try:

@@ -11,6 +11,7 @@ It talks to ``kthena-ref`` only through its command line, never its Python inter
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import signal
@@ -35,6 +36,14 @@ SERVICE_ACCOUNT = "kthena-ref-controller"
 
 
 def _manifests(*which: str) -> list[dict[str, Any]]:
+    """``kthena-ref manifests WHICH...`` as objects (fresh copies: callers may change them)."""
+    return copy.deepcopy(_rendered_manifests(which))
+
+
+@functools.cache
+def _rendered_manifests(which: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Rendered once per process: a Python start-up per call cost every run (and every
+    self-validation variant, which deploys the reference again) a second or two."""
     out = subprocess.run(
         [sys.executable, "-m", "kthena_ref.cli", "manifests", *which],
         capture_output=True,

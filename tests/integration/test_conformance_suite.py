@@ -24,7 +24,7 @@ from conformance.framework import catalog, report
 from conformance.framework.features import PROFILES
 from conformance.runner import RunOptions, run
 
-from .test_self_validation import WAIT_SCALE
+from .test_self_validation import WAIT_OVERRIDES
 
 pytestmark = [pytest.mark.serial, pytest.mark.own_controller, pytest.mark.slow]
 
@@ -52,7 +52,7 @@ def suite(tmp: Path, cluster: str, **options: Any) -> dict[str, Any]:
 
 
 def test_the_reference_controller_conforms_to_every_profile(cluster_name: str, tmp_path: Path) -> None:
-    data = suite(tmp_path, cluster_name, workers=2, timeout_scale=WAIT_SCALE)
+    data = suite(tmp_path, cluster_name, workers=2, timeouts=WAIT_OVERRIDES)
     failing = [f"{t['id']}: {t['outcome']}: {t['message'][:300]}" for t in data["tests"]
                if t["outcome"] not in ("passed", "not-supported")]  # fmt: skip
     assert not failing, "\n".join(failing)

@@ -39,7 +39,15 @@ from conformance.implementations import reference
 
 from . import modelservings
 
-pytestmark = [pytest.mark.cluster, pytest.mark.serial, pytest.mark.slow, pytest.mark.own_controller]
+# The own-controller pass runs on xdist workers: tests that start controllers on the shared
+# cluster stay on one worker (--dist loadgroup), so no two of them act on it at once.
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.serial,
+    pytest.mark.slow,
+    pytest.mark.own_controller,
+    pytest.mark.xdist_group("shared-cluster-controllers"),
+]
 
 GROUP, VERSION, PLURAL = modelservings.GROUP, modelservings.VERSION, modelservings.PLURAL
 NAME_LABEL = modelservings.NAME_LABEL

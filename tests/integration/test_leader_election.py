@@ -13,7 +13,15 @@ from conformance.cluster.provider import ClusterInfo
 from conformance.framework.waits import wait_for
 from conformance.implementations import reference
 
-pytestmark = [pytest.mark.cluster, pytest.mark.serial, pytest.mark.slow, pytest.mark.own_controller]
+# The own-controller pass runs on xdist workers: tests that start controllers on the shared
+# cluster stay on one worker (--dist loadgroup), so no two of them act on it at once.
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.serial,
+    pytest.mark.slow,
+    pytest.mark.own_controller,
+    pytest.mark.xdist_group("shared-cluster-controllers"),
+]
 
 GROUP, VERSION, PLURAL = "workload.serving.volcano.sh", "v1alpha1", "modelservings"
 LEASE = ("kthena-ref-controller", "kthena-system")

@@ -40,7 +40,7 @@ def _selects(markexpr: str, marks: set[str]) -> bool:
         ({"cluster", "serial"}, "serial"),
         ({"serial", "own_controller"}, "own-controller"),
         ({"cluster", "serial", "own_controller"}, "own-controller"),
-        ({"serial", "own_controller", "self_validation"}, "self-validation"),
+        ({"serial", "own_controller", "self_validation"}, "own-controller"),
     ],
 )
 def test_every_integration_test_runs_in_exactly_one_pass(marks: set[str], expected: str) -> None:
@@ -55,8 +55,8 @@ def test_every_integration_test_runs_in_exactly_one_pass(marks: set[str], expect
 def test_the_worker_counts_reach_the_passes() -> None:
     by_name = {p.name: p.args for p in tp.passes(4, 5)}
     assert by_name["unit"][:2] == ("-n", "4") and by_name["shared-cluster"][:2] == ("-n", "4")
-    assert by_name["self-validation"][:2] == ("-n", "5")
-    assert "-n" not in by_name["serial"] and "-n" not in by_name["own-controller"]
+    assert by_name["own-controller"][:4] == ("-n", "5", "--dist", "loadgroup")
+    assert "-n" not in by_name["serial"]
 
 
 def test_the_summary_names_each_pass_and_the_total() -> None:
