@@ -2,7 +2,7 @@
 
 The embedded cluster, the kind node image and the k3s image must all serve the same Kubernetes
 minor so that a conformance result means the same thing on each provider. Every other module
-reads versions from here; the Go wrapper modules under ``cluster-binaries/`` pin the same ones
+reads versions from here; the Go wrapper modules under ``conformance/cluster/gomodules/`` pin the same ones
 (a unit test keeps the two in step).
 """
 
@@ -45,7 +45,7 @@ FALLBACKS: tuple[Versions, ...] = (
     Versions(kubernetes="v1.36.3", etcd="v3.6.15", kwok="v0.8.0"),
 )
 
-# CoreDNS for the embedded cluster's optional DNS server (cluster-binaries/coredns). Not part of
+# CoreDNS for the embedded cluster's optional DNS server (conformance/cluster/gomodules/coredns). Not part of
 # ``Versions``: it is an optional extra built into the same cache directory with its own recipe
 # digest, so pinning or changing it never invalidates the control-plane binaries.
 COREDNS = "v1.15.0"

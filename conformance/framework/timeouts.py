@@ -3,7 +3,7 @@
 A test never picks its own number: it asks :class:`Timeouts` for a named wait
 (``timeouts.seconds("pods-running")``) and passes that to :func:`.waits.wait_for`. So a slow
 cluster is handled in one place (``--timeout-scale 3`` multiplies every wait; ``--timeout
-recovery=600`` raises one), the effective values go into the report, and the README's table is
+recovery=600`` raises one), the effective values go into the report, and the waits table in docs/running-the-suite.md is
 generated from :data:`WAITS` (:func:`documentation`).
 
 Deadlines are cooperative: a wait polls until its deadline and then fails with what it last saw;
@@ -136,7 +136,7 @@ class Timeouts:
 
 
 def documentation() -> str:
-    """A markdown table of the waits and their defaults, for the README."""
+    """A markdown table of the waits and their defaults, for docs/running-the-suite.md."""
     lines = [
         "| wait | default (s) | what it bounds |",
         "|---|---:|---|",

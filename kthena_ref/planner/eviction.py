@@ -2,7 +2,7 @@
 
 The validating webhook on ``pods/eviction`` (:mod:`kthena_ref.eviction`) reads the ModelServing,
 its Pods and ControllerRevisions and the ledger of evictions it already approved, and asks
-:func:`decide` whether one more Eviction fits. The rules (README "Eviction budget"):
+:func:`decide` whether one more Eviction fits. The rules (docs/reference-controller.md, "Eviction budget"):
 
 - A Pod that is already terminating, that no ModelServing with an evictionStrategy owns, or whose
   eviction was already approved (a retry) may be evicted: that costs the budget nothing more.
