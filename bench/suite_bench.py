@@ -1,7 +1,7 @@
 """``make bench``: wall time of the conformance suite on the embedded cluster.
 
-Runs ``kthena-conformance run`` (Core, Plugins, HeadlessServiceDNS) against the reference
-controller with ``-n 2``, the way ``make conformance`` does, and prints the whole run's wall time
+Runs ``kthena-conformance run`` (every profile; Accelerators on the fake GPU and NPU drivers)
+against the reference controller with ``-n 2``, the way ``make conformance`` does, and prints the whole run's wall time
 (cluster up, controller deployment, preflight, both passes, report) next to the 5-minute target,
 the two passes' times, the slowest tests, and the verdict. Nothing is asserted here.
 """
@@ -25,7 +25,7 @@ def main() -> None:
         data = result.report
         tests = data.get("tests", [])
         ran = [t for t in tests if t["outcome"] not in ("not-supported", "skipped-by-user")]
-        print("conformance suite (Core + Plugins + HeadlessServiceDNS, -n 2, embedded cluster, reference controller)")
+        print("conformance suite (every profile, -n 2, embedded cluster, reference controller, fake DRA drivers)")
         met = "met" if wall <= TARGET_SECONDS else "MISSED"
         print(f"  wall time          {wall:7.1f} s   (target <= {TARGET_SECONDS:.0f} s: {met})")
         print(f"  tests run          {len(ran):7d}     of {len(tests)} in the catalog's selected profiles")
