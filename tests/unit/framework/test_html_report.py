@@ -35,19 +35,12 @@ from conformance.framework.html_report import (
 )
 from conformance.framework.outcomes import Outcome, TestResult, overall_verdict, profile_verdict
 from conformance.framework.report import SCHEMA_VERSION, Report, ReportError
-from conformance.framework.support import Support
+from tests.unit.framework.samples import SUPPORT
 
 DIGEST = "sha256:" + "cd" * 32
 NASTY = "<script>alert('x')</script> & \"quoted\" <b>bold</b> </pre></td></tr>"
 SPEC_URL = "https://github.com/volcano-sh/kthena/blob/main/docs/api.md#modelservingspec"
 SPEC_TEXT = "api-reference-workload-v1alpha1.txt#ModelServingSpec"
-SUPPORT = Support(
-    "kthena-ref",
-    "0.1.0",
-    frozenset(Feature) - {Feature.DNS_RESOLUTION},
-    {Feature.DNS_RESOLUTION: "the embedded cluster has no DNS server"},
-    source="flags",
-)
 ACCELERATORS: dict[str, Any] = {
     "capabilities": [
         {

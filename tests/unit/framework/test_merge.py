@@ -20,7 +20,7 @@ from conformance.framework.merge import MergeError, ShardReport, merge
 from conformance.framework.outcomes import Outcome, TestResult, overall_verdict, profile_verdict, skipped_by_user
 from conformance.framework.report import SCHEMA_VERSION, Report, verify, write
 from conformance.framework.shard import Shard, assign
-from conformance.framework.support import Support
+from tests.unit.framework.samples import SUPPORT
 
 DIGEST = "sha256:" + "cd" * 32
 SPEC = "api-reference-workload-v1alpha1.txt#ModelServingSpec"
@@ -41,13 +41,6 @@ PLAN: list[tuple[str, Feature, bool, Outcome]] = [
 ]
 CATALOG = [Behaviour(id, f"The implementation MUST do {id}.", SPEC, f, serial=s) for id, f, s, _ in PLAN]
 OUTCOME = {id: o for id, _, _, o in PLAN}
-SUPPORT = Support(
-    "kthena-ref",
-    "0.1.0",
-    frozenset(Feature) - {Feature.DNS_RESOLUTION},
-    {Feature.DNS_RESOLUTION: "the embedded cluster has no DNS server"},
-    source="flags",
-)
 ALL = ["Core", "Plugins", "HeadlessServiceDNS"]
 
 

@@ -16,8 +16,8 @@ from conformance.framework.catalog import Behaviour
 from conformance.framework.features import PROFILES, Feature
 from conformance.framework.outcomes import Outcome, TestResult, overall_verdict, profile_verdict
 from conformance.framework.report import SCHEMA_VERSION, Report, ReportError, load, read, verify, write
-from conformance.framework.support import Support
 from conformance.framework.timeouts import Timeouts
+from tests.unit.framework.samples import SUPPORT
 
 DIGEST = "sha256:" + "ab" * 32
 SPEC = "api-reference-workload-v1alpha1.txt#ModelServingSpec"
@@ -34,13 +34,6 @@ PLAN = [
     ("dns/resolve/pod", Feature.DNS_RESOLUTION, Outcome.NOT_SUPPORTED),
 ]
 CATALOG = [Behaviour(id, f"The implementation MUST do {id}.", SPEC, feature) for id, feature, _ in PLAN]
-SUPPORT = Support(
-    "kthena-ref",
-    "0.1.0",
-    frozenset(Feature) - {Feature.DNS_RESOLUTION},
-    {Feature.DNS_RESOLUTION: "the embedded cluster has no DNS server"},
-    source="flags",
-)
 
 
 def consistent_report() -> dict[str, Any]:
