@@ -12,7 +12,8 @@ The passes differ in what they share, so they cannot be one pytest invocation:
    broken variant, narrowed to the behaviours the fault must break, on a kept cluster per
    worker), sharding, the installed wheel, interrupts, crashes. On several xdist workers: most of
    these tests wait (out deadlines, for clusters), so they overlap well even on two cores; the
-   ones that start controllers on the shared cluster share one worker (``--dist loadgroup``).
+   ones that start controllers on the shared cluster take turns (a file lock: see
+   tests/integration/conftest.py).
 
 ``--all`` (``make test-all``) makes every variant run the whole suite instead of its targets
 (``KTHENA_SELFVAL_EXHAUSTIVE=1``): faults x behaviours, for when the suite's judging changes.
@@ -48,7 +49,7 @@ def passes(workers: int, own_workers: int) -> list[Pass]:
         Pass("serial", ("-m", "serial and not own_controller", "tests/integration")),
         Pass(
             "own-controller",
-            ("-n", str(own_workers), "--dist", "loadgroup", "-m", "own_controller", "tests/integration"),
+            ("-n", str(own_workers), "-m", "own_controller", "tests/integration"),
         ),
     ]
 

@@ -39,15 +39,9 @@ from conformance.implementations import reference
 
 from . import modelservings
 
-# The own-controller pass runs on xdist workers: tests that start controllers on the shared
-# cluster stay on one worker (--dist loadgroup), so no two of them act on it at once.
-pytestmark = [
-    pytest.mark.cluster,
-    pytest.mark.serial,
-    pytest.mark.slow,
-    pytest.mark.own_controller,
-    pytest.mark.xdist_group("shared-cluster-controllers"),
-]
+# The own-controller pass runs on xdist workers: these tests take turns on the shared cluster
+# (the alone_on_the_shared_cluster fixture), so no two of their controllers act on it at once.
+pytestmark = [pytest.mark.cluster, pytest.mark.serial, pytest.mark.slow, pytest.mark.own_controller]
 
 GROUP, VERSION, PLURAL = modelservings.GROUP, modelservings.VERSION, modelservings.PLURAL
 NAME_LABEL = modelservings.NAME_LABEL
@@ -103,7 +97,11 @@ class Controllers:
 
 @pytest.fixture
 def controllers(
-    cluster: ClusterInfo, namespace: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+    alone_on_the_shared_cluster: None,
+    cluster: ClusterInfo,
+    namespace: str,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Controllers]:
     """The test's controller, stopped before its namespace is deleted (it watches every namespace)."""
     record = shared_dir(tmp_path_factory) / "reference-controller.json"

@@ -13,22 +13,16 @@ from conformance.cluster.provider import ClusterInfo
 from conformance.framework.waits import wait_for
 from conformance.implementations import reference
 
-# The own-controller pass runs on xdist workers: tests that start controllers on the shared
-# cluster stay on one worker (--dist loadgroup), so no two of them act on it at once.
-pytestmark = [
-    pytest.mark.cluster,
-    pytest.mark.serial,
-    pytest.mark.slow,
-    pytest.mark.own_controller,
-    pytest.mark.xdist_group("shared-cluster-controllers"),
-]
+# The own-controller pass runs on xdist workers: these tests take turns on the shared cluster
+# (the alone_on_the_shared_cluster fixture), so no two of their controllers act on it at once.
+pytestmark = [pytest.mark.cluster, pytest.mark.serial, pytest.mark.slow, pytest.mark.own_controller]
 
 GROUP, VERSION, PLURAL = "workload.serving.volcano.sh", "v1alpha1", "modelservings"
 LEASE = ("kthena-ref-controller", "kthena-system")
 
 
 def test_only_the_lease_holder_acts_and_a_standby_takes_over(
-    api_client: Any, cluster: ClusterInfo, namespace: str, tmp_path: Path
+    alone_on_the_shared_cluster: None, api_client: Any, cluster: ClusterInfo, namespace: str, tmp_path: Path
 ) -> None:
     reference.install(cluster)
     kubeconfig = reference.token_kubeconfig(cluster, tmp_path)

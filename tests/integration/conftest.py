@@ -1,0 +1,23 @@
+"""Fixtures the integration tests share beyond the cluster ones (tests/conftest.py).
+
+``alone_on_the_shared_cluster``: tests that start reference controllers of their own on the run's
+shared cluster (reliability, leader election) take turns, wherever xdist runs them: every such
+controller watches all namespaces, so two at once would serve each other's ModelServings. A file
+lock in the directory every worker shares, not an xdist group: ``--dist loadgroup`` silently
+stops grouping on pytest 9.2 (pytest-dev/pytest-xdist#1386).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from filelock import FileLock
+
+from conformance.cluster.testing import shared_dir
+
+
+@pytest.fixture
+def alone_on_the_shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    with FileLock(str(shared_dir(tmp_path_factory) / "shared-cluster-controllers.lock")):
+        yield
