@@ -1,5 +1,5 @@
-"""The project's own tests: unit tests need nothing; tests marked ``cluster`` get the embedded one,
-and the ones that need it the reference controller too.
+"""The project's own tests: unit tests need nothing; tests marked ``cluster`` get the embedded one
+(started with the reference's CRDs), and the ones that need it the reference controller too.
 
 After a run that included self-validation (tests/integration/test_self_validation.py, whose
 variants may run on several xdist workers), the controller process sums up the variants'
@@ -17,6 +17,15 @@ import pytest
 pytest_plugins = ["conformance.cluster.testing", "conformance.implementations.testing"]
 
 _VARIANTS = Path(__file__).resolve().parents[1] / "reports" / "self-validation"
+
+
+@pytest.fixture(scope="session")
+def cluster_crds() -> list[dict[str, Any]]:
+    """The shared cluster starts with the reference's CRDs, so deleting a ModelServing in the first
+    tests does not wait for the garbage collector's discovery resync."""
+    from conformance.implementations import reference
+
+    return reference.crds()
 
 
 _STARTED = time.time()

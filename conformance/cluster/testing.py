@@ -83,13 +83,23 @@ def shared_dir(factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterInfo]:
+def cluster_crds() -> list[dict[str, Any]]:
+    """CRDs the cluster installs while it starts (see ``ClusterSpec.crds``): none by default.
+    Override this fixture in a conftest to have them Established before kube-controller-manager
+    starts, so its garbage collector knows them from the first test on."""
+    return []
+
+
+@pytest.fixture(scope="session")
+def cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, cluster_crds: list[dict[str, Any]]
+) -> Iterator[ClusterInfo]:
     """A ready cluster for the whole test run."""
     name = request.config.getoption("--cluster-provider")
     provider = get_provider(
         name, kubeconfig=request.config.getoption("--kubeconfig"), context=request.config.getoption("--kube-context")
     )
-    spec = TEST_SPEC.model_copy(update={"name": cluster_name()})
+    spec = TEST_SPEC.model_copy(update={"name": cluster_name(), "crds": cluster_crds})
     lock = FileLock(str(shared_dir(tmp_path_factory) / f"{spec.name}.lock"))
     with lock:
         status = provider.status(spec.name)

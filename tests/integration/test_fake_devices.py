@@ -44,8 +44,13 @@ GROUP, VERSION, PLURAL = "workload.serving.volcano.sh", "v1alpha1", "modelservin
 
 
 def spec(name: str) -> ClusterSpec:
+    from conformance.implementations import reference
+
+    # The reference's CRDs exist before kube-controller-manager starts: its garbage collector then
+    # removes a deleted ModelServing's claims at once, not after its next 30 s discovery resync.
     return ClusterSpec(
         name=name,
+        crds=reference.crds(),
         node_pools=[
             NodePool(name="worker", count=1),
             NodePool(name="gpu", count=2, labels={GPU.count_label: str(GPUS_PER_NODE)}),
