@@ -33,6 +33,7 @@ from urllib.parse import quote, urlparse
 import jinja2
 from markupsafe import Markup, escape
 
+from .exit_codes import MEANINGS
 from .report import PAGE_NAME, Report, ReportError, _atomic_write, _validated
 
 INDEX_NAME: Final = PAGE_NAME
@@ -62,14 +63,8 @@ VERDICTS: Final = {
     "not-run": "no test passed",
     "error": "the run could not judge the implementation (preflight failed, interrupted or an error)",
 }
-#: The exit codes of ``kthena-conformance run`` (conformance/runner.py).
-EXIT_CODES: Final = {
-    0: "every selected profile succeeded",
-    1: "a profile is failure, partial or not-run",
-    2: "bad input",
-    3: "the cluster or its preflight failed",
-    130: "interrupted",
-}
+#: The exit codes of ``kthena-conformance run``.
+EXIT_CODES: Final = MEANINGS
 #: The run's other records, linked from the page when they are beside it.
 RECORDS: Final = ("conformance-report.yaml", "conformance-report.json", "junit.xml", "allure-results")
 #: A failure message longer than this (characters or lines) is collapsed behind its first line.

@@ -29,13 +29,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .exit_codes import EXIT_CLUSTER, EXIT_INTERRUPTED, EXIT_NONCONFORMANT, EXIT_OK
 from .features import PROFILES
 from .outcomes import Outcome, TestResult, Verdict, overall_verdict, profile_verdict
 from .report import Report, ShardRecord
 from .support import Support, SupportFileError
 
-# The run's exit codes (conformance/runner.py): a merged report carries the code one run would exit with.
-EXIT_OK, EXIT_NONCONFORMANT, EXIT_CLUSTER, EXIT_INTERRUPTED = 0, 1, 3, 130
 _RAN = (Outcome.PASSED, Outcome.NON_CONFORMANT, Outcome.ERROR)
 _PREFLIGHT_RANK = ["missing", "skipped", "ok"]  # worst first
 # What identifies the implementation under test (its log path and declaration file differ per machine).

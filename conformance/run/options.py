@@ -1,4 +1,5 @@
-"""What a conformance run is asked to do, and the exit codes it answers with.
+"""What a conformance run is asked to do, and the exit codes it answers with (defined in
+:mod:`conformance.framework.exit_codes`, re-exported here).
 
 Its own module so the run's parts (orchestration, accelerators) share one definition of the
 options without importing each other.
@@ -9,9 +10,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..framework.exit_codes import EXIT_CLUSTER, EXIT_INTERRUPTED, EXIT_NONCONFORMANT, EXIT_OK, EXIT_USAGE
+
+__all__ = [
+    "EXIT_CLUSTER",
+    "EXIT_INTERRUPTED",
+    "EXIT_NONCONFORMANT",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "PACKAGE_DIR",
+    "REFERENCE_SUPPORT",
+    "RunOptions",
+]
+
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the ``conformance`` package
 REFERENCE_SUPPORT = PACKAGE_DIR / "implementations" / "kthena-ref-support.yaml"
-EXIT_OK, EXIT_NONCONFORMANT, EXIT_USAGE, EXIT_CLUSTER, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 @dataclass
