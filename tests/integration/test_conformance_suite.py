@@ -15,16 +15,14 @@ import os
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from conformance.cluster.local.provider import LocalProvider
 from conformance.framework import catalog, report
 from conformance.framework.features import PROFILES
-from conformance.runner import RunOptions, run
-
-from .test_self_validation import WAIT_OVERRIDES
+from tests.integration.kept_runs import kept_cluster, kept_run
+from tests.integration.test_self_validation import WAIT_OVERRIDES
 
 pytestmark = [pytest.mark.serial, pytest.mark.own_controller, pytest.mark.slow]
 
@@ -33,26 +31,11 @@ REPORTS = Path(__file__).resolve().parents[2] / "reports"
 
 @pytest.fixture(scope="module")
 def cluster_name() -> Iterator[str]:
-    name = f"control-{os.getpid()}"
-    yield name
-    LocalProvider().down(name)
-
-
-def suite(tmp: Path, cluster: str, **options: Any) -> dict[str, Any]:
-    result = run(
-        RunOptions(
-            report_dir=tmp,
-            keep_cluster=True,
-            cluster_name=cluster,
-            cluster_owner_pid=os.getpid(),
-            **options,
-        )
-    )
-    return result.report
+    yield from kept_cluster(f"control-{os.getpid()}")
 
 
 def test_the_reference_controller_conforms_to_every_profile(cluster_name: str, tmp_path: Path) -> None:
-    data = suite(tmp_path, cluster_name, workers=2, timeouts=WAIT_OVERRIDES)
+    data = kept_run(tmp_path, cluster_name, workers=2, timeouts=WAIT_OVERRIDES)
     failing = [f"{t['id']}: {t['outcome']}: {t['message'][:300]}" for t in data["tests"]
                if t["outcome"] not in ("passed", "not-supported")]  # fmt: skip
     assert not failing, "\n".join(failing)

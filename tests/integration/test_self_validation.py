@@ -32,8 +32,8 @@ from pathlib import Path
 import pytest
 
 from conformance.framework.timeouts import WAITS
-from conformance.runner import RunOptions, run
 from kthena_ref.faults import FAULTS
+from tests.integration.kept_runs import kept_cluster, kept_run
 
 pytestmark = [pytest.mark.serial, pytest.mark.own_controller, pytest.mark.slow, pytest.mark.self_validation]
 
@@ -102,11 +102,7 @@ def test_every_fault_is_classified() -> None:
 def variant_cluster(worker_id: str) -> Iterator[str]:
     """One kept embedded cluster per xdist worker (dying with this process), reused by every
     variant the worker runs: a variant restarts only the controller."""
-    from conformance.cluster.local.provider import LocalProvider
-
-    name = f"selfval-{worker_id}-{os.getpid()}"
-    yield name
-    LocalProvider().down(name)
+    yield from kept_cluster(f"selfval-{worker_id}-{os.getpid()}")
 
 
 # `make test-all`: every variant runs the whole suite (faults x behaviours) and records what else
@@ -116,19 +112,14 @@ EXHAUSTIVE = os.environ.get("KTHENA_SELFVAL_EXHAUSTIVE") == "1"
 
 @pytest.mark.parametrize("fault", sorted(CAUGHT_BY))
 def test_the_suite_catches_a_broken_variant(fault: str, variant_cluster: str, tmp_path: Path) -> None:
-    result = run(
-        RunOptions(
-            report_dir=tmp_path,
-            keep_cluster=True,
-            cluster_name=variant_cluster,
-            cluster_owner_pid=os.getpid(),
-            ids=[] if EXHAUSTIVE else CAUGHT_BY[fault],
-            reference_faults=[fault],
-            timeouts=WAIT_OVERRIDES,
-            workers=2 if EXHAUSTIVE else 1,
-        )
+    data = kept_run(
+        tmp_path,
+        variant_cluster,
+        ids=[] if EXHAUSTIVE else CAUGHT_BY[fault],
+        reference_faults=[fault],
+        timeouts=WAIT_OVERRIDES,
+        workers=2 if EXHAUSTIVE else 1,
     )
-    data = result.report
     outcomes = {t["id"]: t["outcome"] for t in data["tests"] if t["outcome"] != "skipped-by-user"}
     broken = sorted(i for i, o in outcomes.items() if o == "non-conformant")
     caught = [i for i in broken if any(fnmatch.fnmatchcase(i, pattern) for pattern in CAUGHT_BY[fault])]

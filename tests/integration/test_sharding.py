@@ -15,10 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from conformance.cli import main
-from conformance.cluster.local.provider import LocalProvider
 from conformance.framework import catalog, report
 from conformance.framework.shard import Shard
-from conformance.runner import RunOptions, run
+from tests.integration.kept_runs import kept_cluster, kept_run
 
 pytestmark = [pytest.mark.serial, pytest.mark.own_controller, pytest.mark.slow]
 
@@ -36,24 +35,11 @@ IDS = [
 
 @pytest.fixture(scope="module")
 def cluster_name() -> Iterator[str]:
-    name = f"sharding-{os.getpid()}"
-    yield name
-    LocalProvider().down(name)
+    yield from kept_cluster(f"sharding-{os.getpid()}")
 
 
 def suite(directory: Path, cluster: str, shard: str | None = None) -> dict[str, Any]:
-    result = run(
-        RunOptions(
-            report_dir=directory,
-            keep_cluster=True,
-            cluster_name=cluster,
-            cluster_owner_pid=os.getpid(),
-            profiles=["Core"],
-            ids=IDS,
-            shard=shard,
-        )
-    )
-    return result.report
+    return kept_run(directory, cluster, profiles=["Core"], ids=IDS, shard=shard)
 
 
 def outcomes(data: dict[str, Any]) -> dict[str, str]:
