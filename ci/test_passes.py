@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -73,6 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all", action="store_true", help="every variant runs the whole suite")
     parser.add_argument("--only", action="append", default=[], help="run only these passes (repeatable)")
     args = parser.parse_args(argv)
+    # A shell that starts `make test` in the background without job control hands SIGINT down
+    # ignored, and an ignored SIGINT survives exec: the tests that Ctrl-C their own children would
+    # then see nothing happen. The passes (and Ctrl-C of this script) get the default back.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     env = dict(os.environ)
     if args.all:
         env["KTHENA_SELFVAL_EXHAUSTIVE"] = "1"
