@@ -379,7 +379,7 @@ def _assemble(
     """Every selected profile's behaviours, as run or as the reason they were not (with a
     ``shard``, the behaviours ``owners`` gives other shards are skipped-by-user)."""
     from ..framework.features import PROFILES
-    from ..framework.outcomes import Outcome, TestResult, overall_verdict, profile_verdict
+    from ..framework.outcomes import Outcome, TestResult, Verdict, overall_verdict, profile_verdict
     from ..framework.shard import own_verdict
 
     owners = owners or {}
@@ -428,7 +428,9 @@ def _assemble(
     results = [profile_verdict(p, [t for t in tests if t.feature in p.features], support) for p in profiles]
     data["profiles"] = [r.as_dict() for r in results]
     preflight_ok = all(c.get("result") != "missing" for c in data.get("preflight", []))
-    verdict = overall_verdict(results, preflight_ok, interrupted)
+    # An error that stopped the run (a failed deployment, say) is the verdict, whatever the
+    # profiles' unrun tests add up to: the report's error and its verdict must agree.
+    verdict = Verdict.ERROR if data.get("error") else overall_verdict(results, preflight_ok, interrupted)
     data["verdict"] = str(verdict)
     if shard is not None:  # the other shards' skips make the report partial, not this shard's exit code
         others = {id_ for id_, owner in owners.items() if owner != shard.index}
