@@ -182,6 +182,9 @@ class AcceleratorsInfo(_Model):
 
     capabilities: list[CapabilityFileInfo] = Field(default_factory=list)
     fake_devices: bool = False
+    # The fake drivers' shipped files were chosen because no --capabilities was given (optional:
+    # older reports lack it).
+    chosen_by_default: bool | None = None
     faults: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 

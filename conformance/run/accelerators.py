@@ -164,6 +164,7 @@ def load_accelerators(
         data["accelerators"] = {
             "capabilities": [c.as_report() for c in capabilities],
             "fakeDevices": options.provider_name == "local" or bool(options.fake_devices) or plan.by_default,
+            "chosenByDefault": plan.by_default,
             "faults": sorted(set(options.fake_device_faults)),
             "warnings": [],
         }

@@ -53,6 +53,7 @@ def test_the_reference_controller_conforms_to_every_profile(cluster_name: str, t
     assert {Path(c["file"]).name for c in drivers.values()} == {"gpu.yaml", "npu.yaml"}
     assert all(c["sha256"] for c in drivers.values())
     assert data["accelerators"]["faults"] == [] and data["accelerators"]["warnings"] == []
+    assert data["accelerators"]["chosenByDefault"] is True  # no --capabilities: the fake drivers, said so
     assert {"accel-gpu-0", "accel-gpu-1", "accel-npu-0", "accel-npu-1"} <= set(data["cluster"]["nodes"])
     pending = next(t for t in data["tests"] if t["id"] == "accelerators/scheduling/unsatisfiable-claim-pending")
     assert "cannot allocate all claims" in pending["message"], pending["message"]  # the scheduler's reason

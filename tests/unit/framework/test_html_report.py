@@ -422,6 +422,15 @@ def test_support_preflight_cluster_and_accelerators(tmp_path: Path) -> None:
     assert "gpu-large.example.com" in words(doc.one(id="accelerator-warnings"))
 
 
+@pytest.mark.parametrize(("chosen", "said"), [(True, True), (False, False), (None, False)])
+def test_fake_drivers_chosen_by_default_are_said_so(tmp_path: Path, chosen: bool | None, said: bool) -> None:
+    accelerators = {**ACCELERATORS, "fakeDevices": True, "chosenByDefault": chosen}
+    if chosen is None:
+        del accelerators["chosenByDefault"]
+    doc = parse(render(sample(ALL_PASS, exit_code=0, accelerators=accelerators), tmp_path))
+    assert ("chosen by default" in words(doc.one(id="accelerators"))) is said
+
+
 def test_run_facts(tmp_path: Path) -> None:
     doc = parse(render(sample(ALL_PASS, exit_code=0), tmp_path))
     pairs = facts(doc.one(id="run").one("dl"))
