@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..binaries import BinaryCache
+from ..binaries import BinaryCache, BinarySet
 from ..errors import HarnessError
 from ..faults import FaultInjector
 from ..paths import runs_root
@@ -54,6 +54,17 @@ DEVICES_LINE = (
     "DRA devices: fake GPU/NPU drivers (fake-devices/) publish one ResourceSlice per labelled node; "
     "the real kube-scheduler allocates them, but no kubelet plugin prepares them (no containers run)"
 )
+
+
+# Ports are picked free and bound a moment later by the components: a cluster starting at the same
+# time may take one in between (seen with several clusters starting at once). Such a start fails
+# cleanly (everything stopped, the run directory removed) and is tried again on new ports.
+PORT_ATTEMPTS = 3
+
+
+def port_collision(message: str) -> bool:
+    """Did a start fail because a picked port was taken in the meantime? Pure."""
+    return "address already in use" in message
 
 
 # KTHENA_DNS=0 starts clusters without CoreDNS (and does not build it).
@@ -134,6 +145,29 @@ class LocalProvider(Provider):
         # (`make binaries` retries it) and leaves the cluster without DNS.
         binaries = self.cache.ensure(progress=progress, extras=dns_enabled(), retry_failed_extras=False)
         coredns = binaries.optional("coredns") if dns_enabled() else None
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                return self._start(spec, layout, binaries, coredns, progress, owner_pid)
+            except HarnessError as exc:
+                if attempt == PORT_ATTEMPTS or not port_collision(exc.message):
+                    raise
+                progress(
+                    "a port picked for the cluster was taken by another process while it started; "
+                    f"starting again on new ports (attempt {attempt + 1} of {PORT_ATTEMPTS})"
+                )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _start(
+        self,
+        spec: ClusterSpec,
+        layout: RunLayout,
+        binaries: BinarySet,
+        coredns: Path | None,
+        progress: Progress,
+        owner_pid: int | None,
+    ) -> ClusterInfo:
+        """One attempt: the run directory, the supervisor, its progress until ready (or failed,
+        with everything it started stopped and the run directory removed)."""
         started = time.monotonic()
         # The run directory appears with its STARTING marker in it (a rename), never empty.
         self.runs.mkdir(parents=True, exist_ok=True)
