@@ -49,7 +49,7 @@ def outcomes(data: dict[str, Any]) -> dict[str, str]:
 def test_two_shards_merged_equal_one_unsharded_run(cluster_name: str, tmp_path: Path) -> None:
     whole = suite(tmp_path / "whole", cluster_name)
     ran = {id_: o for id_, o in outcomes(whole).items() if id_ in IDS}
-    assert set(ran) == set(IDS) and set(ran.values()) == {"passed"}, whole["tests"]
+    assert set(ran) == set(IDS) and set(ran.values()) == {"passed"}, (whole.get("error"), whole["tests"])
 
     selected = [b for b in catalog.collect() if b.id in IDS]
     shards = []
