@@ -1,6 +1,7 @@
 """Failure evidence, collected before cleanup: what a reviewer needs to see why a test failed.
 
-For a failed test the framework writes, under ``<artifacts>/<behaviour-id>/``: every
+For a failed test the framework writes, under ``<artifacts>/<behaviour-id with / as _>/``
+(:func:`directory_name`): every
 ModelServing of the test namespace and everything in it (Pods, Services, EndpointSlices,
 ControllerRevisions, PodGroups when served), its Events in time order, the Pod status history
 recorded while the test ran, and the implementation's log lines that mention the namespace.
@@ -16,6 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+
+def directory_name(behaviour_id: str) -> str:
+    """The evidence directory of a behaviour, under the artifacts directory: its id with ``/`` as
+    ``_`` (one level, so the report page and a reader find it by the id alone)."""
+    return behaviour_id.replace("/", "_")
 
 
 class PodHistory:

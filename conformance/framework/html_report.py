@@ -33,6 +33,7 @@ from urllib.parse import quote, urlparse
 import jinja2
 from markupsafe import Markup, escape
 
+from .evidence import directory_name
 from .exit_codes import MEANINGS
 from .report import PAGE_NAME, Report, ReportError, _atomic_write, _validated
 
@@ -509,7 +510,7 @@ def find_evidence(behaviour: str, recorded: str | None, report_dir: Path) -> Evi
     candidates: list[Path | str] = []
     if recorded:
         candidates += [Path(recorded), Path("artifacts") / Path(recorded).name]
-    candidates.append(Path("artifacts") / behaviour.replace("/", "_"))
+    candidates.append(Path("artifacts") / directory_name(behaviour))
     found = _existing(report_dir, candidates)
     if found is None:
         return None

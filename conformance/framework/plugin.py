@@ -360,7 +360,7 @@ def ns(kube: Any, suite: SuiteState, request: pytest.FixtureRequest) -> Iterator
         failed = report is None or report.failed
         history.stop(wait=failed and report is not None)
         if failed and report is not None:
-            where = suite.artifacts / bid.replace("/", "_")
+            where = suite.artifacts / evidence.directory_name(bid)
             path = evidence.collect(kube, space.name, where, history=history, controller_log=suite.controller_log)
             request.node.user_properties.append(("evidence", str(path)))
         if suite.keep == "always" or (suite.keep == "on-failure" and failed):

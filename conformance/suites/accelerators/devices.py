@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from conformance.framework import evidence
 from conformance.framework.capabilities import (
     Capabilities,
     DeviceClassCapabilities,
@@ -270,7 +271,7 @@ class Verdicts:
 
 
 def evidence_dir(suite: Any, behaviour_id: str) -> Path:
-    return Path(suite.artifacts) / behaviour_id.replace("/", "_")
+    return Path(suite.artifacts) / evidence.directory_name(behaviour_id)
 
 
 def seconds(timeouts: Timeouts, name: str, fallback: str) -> float:
