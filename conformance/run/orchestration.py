@@ -380,7 +380,7 @@ def _assemble(
     ``shard``, the behaviours ``owners`` gives other shards are skipped-by-user)."""
     from ..framework.features import PROFILES
     from ..framework.outcomes import Outcome, TestResult, Verdict, overall_verdict, profile_verdict
-    from ..framework.shard import own_verdict
+    from ..framework.shard import other_shard_ids, own_verdict
 
     owners = owners or {}
 
@@ -433,7 +433,7 @@ def _assemble(
     verdict = Verdict.ERROR if data.get("error") else overall_verdict(results, preflight_ok, interrupted)
     data["verdict"] = str(verdict)
     if shard is not None:  # the other shards' skips make the report partial, not this shard's exit code
-        others = {id_ for id_, owner in owners.items() if owner != shard.index}
+        others = other_shard_ids(owners, shard)
         verdict = own_verdict(profiles, tests, others, support, preflight_ok=preflight_ok, interrupted=interrupted)
     if result.exit_code == EXIT_OK:
         if interrupted:
