@@ -90,9 +90,7 @@ def plan_accelerators(
         )
     if files or not selected:
         if not files and not profiles:  # none of its behaviours is selected: the report leaves it out
-            why = "none of its behaviours is selected (--feature/--id/--skip-slow)"
-            kept = tuple(p for p in all_profiles if p != ACCELERATORS)
-            return AcceleratorPlan((), kept, (f"the Accelerators profile was left out: {why}",), left_out=why)
+            return _left_out("none of its behaviours is selected (--feature/--id/--skip-slow)", all_profiles)
         return AcceleratorPlan(tuple(files), tuple(profiles), tuple(notes), by_default=by_default)
     if provider == "local" and fake_devices is False:
         why = "--no-fake-devices was given and no capability file"
@@ -105,7 +103,11 @@ def plan_accelerators(
         raise CapabilityFileError(
             f"the Accelerators profile certifies a DRA driver against its capability file, but {why}: pass {hint}"
         )
-    why = f"{why} ({hint})"
+    return _left_out(f"{why} ({hint})", all_profiles)
+
+
+def _left_out(why: str, all_profiles: Sequence[str]) -> AcceleratorPlan:
+    """A plan that runs every profile but Accelerators, saying why."""
     kept = tuple(p for p in all_profiles if p != ACCELERATORS)
     return AcceleratorPlan((), kept, (f"the Accelerators profile was left out: {why}",), left_out=why)
 
