@@ -1,7 +1,8 @@
 """``kthena-conformance run`` on a kept embedded cluster, for the tests that run the suite several
 times (the control run, self-validation, sharding): each run reuses the cluster and restarts only
 the implementation; the cluster still dies with this process, and ``kept_cluster`` downs it at
-the end of the module (or the xdist worker's session)."""
+the end of the module (or the xdist worker's session). Also the waits the control run and the
+self-validation variants share (:data:`WAIT_OVERRIDES`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,20 @@ from pathlib import Path
 from typing import Any
 
 from conformance.cluster.local.provider import LocalProvider
+from conformance.framework.timeouts import WAITS
 from conformance.runner import RunOptions, run
+
+# The waits of both the control run and every variant (``--timeout name=seconds``): a behaviour
+# that never happens fails at its deadline, so these bound what a caught variant costs. Every wait
+# is at most 20 s (twice the slowest whole behaviour of the control run on two loaded cores, see
+# reports/suite-duration.json), except the ones that bound a duration the tests themselves set:
+# progress-deadline (the tests' progressDeadlineSeconds is 60 s) and steady-state (how long a
+# "must not change" observation lasts: shortening it would only make faults harder to catch).
+FAST_WAIT = 20.0
+KEPT_WAITS = {"progress-deadline": 90.0, "steady-state": WAITS["steady-state"].seconds}
+WAIT_OVERRIDES = [
+    f"{name}={KEPT_WAITS.get(name, min(wait.seconds, FAST_WAIT)):g}" for name, wait in sorted(WAITS.items())
+]
 
 
 def kept_run(report_dir: Path, cluster: str, **options: Any) -> dict[str, Any]:

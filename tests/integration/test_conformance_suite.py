@@ -21,8 +21,7 @@ import pytest
 from conformance.cluster.local.provider import LocalProvider
 from conformance.framework import catalog, report
 from conformance.framework.features import PROFILES
-from tests.integration.kept_runs import kept_cluster, kept_run
-from tests.integration.test_self_validation import WAIT_OVERRIDES
+from tests.integration.kept_runs import WAIT_OVERRIDES, kept_cluster, kept_run
 
 pytestmark = [pytest.mark.serial, pytest.mark.own_controller, pytest.mark.slow]
 

@@ -7,7 +7,7 @@ at least one of them must come out non-conformant (and the run's verdict ``failu
 a catch mean something:
 
 - the waits are the same as the control run's (``test_conformance_suite.py`` runs the whole suite
-  against the healthy reference with :data:`WAIT_OVERRIDES` too), so a behaviour that passes for the
+  against the healthy reference with ``kept_runs.WAIT_OVERRIDES`` too), so a behaviour that passes for the
   healthy controller within these waits and fails for the broken one is failed by the fault, not
   by a short deadline;
 - every variant runs through the same :func:`conformance.runner.run` a user runs: cluster, deploy,
@@ -31,26 +31,13 @@ from pathlib import Path
 
 import pytest
 
-from conformance.framework.timeouts import WAITS
 from kthena_ref.faults import FAULTS
-from tests.integration.kept_runs import kept_cluster, kept_run
+from tests.integration.kept_runs import WAIT_OVERRIDES, kept_cluster, kept_run
 
 pytestmark = [pytest.mark.serial, pytest.mark.own_controller, pytest.mark.slow, pytest.mark.self_validation]
 
 REPORTS = Path(__file__).resolve().parents[2] / "reports"
 VARIANTS_DIR = REPORTS / "self-validation"
-
-# The waits of both the control run and every variant (``--timeout name=seconds``): a behaviour
-# that never happens fails at its deadline, so these bound what a caught variant costs. Every wait
-# is at most 20 s (twice the slowest whole behaviour of the control run on two loaded cores, see
-# reports/suite-duration.json), except the ones that bound a duration the tests themselves set:
-# progress-deadline (the tests' progressDeadlineSeconds is 60 s) and steady-state (how long a
-# "must not change" observation lasts: shortening it would only make faults harder to catch).
-FAST_WAIT = 20.0
-KEPT_WAITS = {"progress-deadline": 90.0, "steady-state": WAITS["steady-state"].seconds}
-WAIT_OVERRIDES = [
-    f"{name}={KEPT_WAITS.get(name, min(wait.seconds, FAST_WAIT)):g}" for name, wait in sorted(WAITS.items())
-]
 
 # fault -> behaviour ids (patterns) expected to come out non-conformant
 CAUGHT_BY: dict[str, list[str]] = {
