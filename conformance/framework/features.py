@@ -28,6 +28,8 @@ class Feature(StrEnum):
     ADMISSION = "Admission"
     RECOVERY = "Recovery"
     SCALE_SUBRESOURCE = "ScaleSubresource"
+    CONTROLLER_REVISIONS = "ControllerRevisions"
+    REVISION_HISTORY_LIMIT = "RevisionHistoryLimit"
     PLUGIN_FRAMEWORK = "PluginFramework"
     PLUGIN_CHAIN_IMMUTABILITY = "PluginChainImmutability"
     DEMO_POD_TWEAKS = "DemoPodTweaks"
@@ -43,6 +45,7 @@ class Feature(StrEnum):
     IN_PLACE_FALLBACK = "InPlaceUpdateFallback"
     PROGRESS_DEADLINE = "ProgressDeadline"
     GANG_SCHEDULING = "GangScheduling"
+    VOLCANO_POD_GROUP = "VolcanoPodGroup"
     GANG_POLICY_IMMUTABILITY = "GangPolicyImmutability"
     NETWORK_TOPOLOGY = "NetworkTopology"
     EVICTION_BUDGET = "EvictionBudget"
@@ -83,6 +86,18 @@ FEATURES: dict[Feature, FeatureInfo] = dict(
             Feature.SCALE_SUBRESOURCE,
             "The scale subresource reads and changes spec.replicas and reports status.replicas.",
             Feature.CORE,
+        ),
+        _info(
+            Feature.CONTROLLER_REVISIONS,
+            "Each template revision is recorded as a ControllerRevision owned by the ModelServing; "
+            "status.currentRevision and status.updateRevision name them.",
+            Feature.CORE,
+        ),
+        _info(
+            Feature.REVISION_HISTORY_LIMIT,
+            "revisionHistoryLimit (default 10) bounds the non-live ControllerRevisions kept; live ones are never "
+            "pruned.",
+            Feature.CONTROLLER_REVISIONS,
         ),
         _info(
             Feature.PLUGIN_FRAMEWORK,
@@ -169,6 +184,12 @@ FEATURES: dict[Feature, FeatureInfo] = dict(
             Feature.CORE,
         ),
         _info(
+            Feature.VOLCANO_POD_GROUP,
+            "Volcano's PodGroup mechanism (not spec text): PodGroup fields, queue annotation and per-Role task "
+            "members (minTaskMember or subGroupPolicy).",
+            Feature.GANG_SCHEDULING,
+        ),
+        _info(
             Feature.GANG_POLICY_IMMUTABILITY,
             "gangPolicy.minRoleReplicas is immutable and gangPolicy cannot be removed once set.",
             Feature.GANG_SCHEDULING,
@@ -223,7 +244,8 @@ PROFILES: dict[str, Profile] = {
         _profile(
             "Core",
             "The ModelServing API itself: workloads, admission, recovery and the scale subresource.",
-            [Feature.CORE, Feature.ADMISSION, Feature.RECOVERY, Feature.SCALE_SUBRESOURCE],
+            [Feature.CORE, Feature.ADMISSION, Feature.RECOVERY],
+            [Feature.SCALE_SUBRESOURCE, Feature.CONTROLLER_REVISIONS, Feature.REVISION_HISTORY_LIMIT],
         ),
         _profile(
             "Plugins",
@@ -251,8 +273,8 @@ PROFILES: dict[str, Profile] = {
         _profile(
             "GangScheduling",
             "The PodGroup contract for gang schedulers: one PodGroup per ServingGroup, gangPolicy immutability.",
-            [Feature.GANG_SCHEDULING, Feature.GANG_POLICY_IMMUTABILITY],
-            [Feature.NETWORK_TOPOLOGY],
+            [Feature.GANG_SCHEDULING],
+            [Feature.VOLCANO_POD_GROUP, Feature.GANG_POLICY_IMMUTABILITY, Feature.NETWORK_TOPOLOGY],
         ),
         _profile(
             "EvictionBudget",
