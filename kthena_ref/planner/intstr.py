@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import re
 
+from .. import faults
+
 PERCENT = re.compile(r"^(0|[1-9][0-9]*)%$", re.ASCII)
 
 
@@ -36,7 +38,8 @@ def resolve(value: int | str | None, total: int, *, round_up: bool, field: str, 
 
 
 def max_unavailable(value: int | str | None, total: int, field: str = "maxUnavailable") -> int:
-    return resolve(value, total, round_up=False, field=field, default=1)
+    default = total if faults.active("default-max-unavailable-all") else 1
+    return resolve(value, total, round_up=False, field=field, default=default)
 
 
 def max_surge(value: int | str | None, total: int, field: str = "maxSurge") -> int:

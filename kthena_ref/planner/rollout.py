@@ -33,6 +33,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .. import faults
+
 
 @dataclass(frozen=True)
 class Unit:
@@ -118,6 +120,8 @@ def step(units: list[Unit], pace: Pace) -> Step | None:
     kept = [u for u in units if u.id not in out.remove]
 
     ready = sum(1 for u in kept if u.ready and not u.terminating)
+    if faults.active("unready-not-counted"):  # only the units this rollout took down count as unavailable
+        ready = sum(1 for u in kept if (u.ready or u.outdated) and not u.terminating)
     floor = pace.replicas - pace.max_unavailable
     headed_for_update = sum(1 for u in kept if not u.outdated or u.id in protected)
     candidates = sorted(

@@ -1,0 +1,60 @@
+"""Probes of the rollout, in-place, recovery and eviction faults added for issue 13 by helper H8.
+
+Why this module exists: ``test_faults.py`` holds one probe per fault; these are the ones for the
+budget rules of rolling updates (an already unready unit, defaults, settings that must not take
+effect), the update methods, in-place eligibility, recovery of restarted containers and the
+eviction settings of the other protection level, kept apart so the table there stays readable.
+Each row is ``(fault, probe, off, on, overlaps)`` as in :mod:`.fault_cases_plugins`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .builders import MS, deleted, edit_spec, running_not_ready, set_image, world
+
+
+def _first_step(ms: Any, unready: tuple[str, ...] = ()) -> Callable[[], list[str]]:
+    """``ms`` settled, the Pods in ``unready`` not Ready, a new image: what the first step deletes."""
+
+    def probe() -> list[str]:
+        w = world(ms)
+        for name in unready:
+            w.pods[name] = running_not_ready(w.pods[name])
+        w.ms = edit_spec(w.ms, set_image("engine:v2"))
+        return deleted(w.plan())
+
+    return probe
+
+
+def _three_groups(**role: Any) -> Any:
+    return MS().replicas(3).role("r", 1, 0, **role)
+
+
+CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
+    # Rollout: a group unready before the update uses up maxUnavailable 1; the fault also takes down another
+    (
+        "unready-not-counted",
+        _first_step(_three_groups().rollout(max_unavailable=1).build(), unready=("ms-0-r-0-0",)),
+        ["ms-0-r-0-0"],
+        ["ms-0-r-0-0", "ms-2-r-0-0"],
+        (),
+    ),
+    # rollingUpdateConfiguration omitted: one group at a time
+    (
+        "default-max-unavailable-all",
+        _first_step(_three_groups().rollout(type="ServingGroupRollingUpdate").build()),
+        ["ms-2-r-0-0"],
+        ["ms-0-r-0-0", "ms-1-r-0-0", "ms-2-r-0-0"],
+        (),
+    ),
+    # ServingGroupRollingUpdate ignores the Role's own maxUnavailable
+    (
+        "group-rollout-uses-role-settings",
+        _first_step(_three_groups(maxUnavailable="100%").rollout(max_unavailable=1).build()),
+        ["ms-2-r-0-0"],
+        ["ms-0-r-0-0", "ms-1-r-0-0", "ms-2-r-0-0"],
+        (),
+    ),
+]
