@@ -21,6 +21,10 @@ class InPlaceFindings:
     def __init__(self, ms: ModelServing, roles_at: dict[str, list[Role]]) -> None:
         strategy = ms.spec.rollout_strategy
         self.enabled = strategy is not None and strategy.update_method is UpdateMethod.IN_PLACE
+        if faults.active("recreate-updates-in-place") and strategy is not None:
+            self.enabled = True  # updateMethod Recreate patches images like InPlace
+        if faults.active("update-method-default-in-place") and strategy is None:
+            self.enabled = True  # with no rolloutStrategy, images are patched in place
         self._ms = ms
         self._roles_at = roles_at
         self._blockers = eligibility.plugin_blockers(ms) if self.enabled else []

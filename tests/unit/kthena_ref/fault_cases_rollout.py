@@ -57,4 +57,13 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
         ["ms-0-r-0-0", "ms-1-r-0-0", "ms-2-r-0-0"],
         (),
     ),
+    # updateMethod Recreate (given, or by default with no rolloutStrategy) deletes the outdated Pod
+    (
+        "recreate-updates-in-place",
+        _first_step(MS().role("r", 1, 0).rollout(type="ServingGroupRollingUpdate").build()),
+        ["ms-0-r-0-0"],
+        [],
+        (),
+    ),
+    ("update-method-default-in-place", _first_step(MS().role("r", 1, 0).build()), ["ms-0-r-0-0"], [], ()),
 ]
