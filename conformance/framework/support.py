@@ -16,14 +16,24 @@ supported fails. So the declaration is checked hard, and every mistake is report
     supportedFeatures: [Core, Admission, Recovery, ScaleSubresource]
     unsupportedFeatures:               # optional: declared NOT supported, each with a reason
       - {name: MigrationRequired, reason: "not implemented"}
+    podLabels:                         # optional: the label keys below are the defaults (upstream Kthena's)
+      servingGroup: modelserving.volcano.sh/group-name   # names a Pod's ServingGroup (value ends in its ordinal)
+      roleInstance: modelserving.volcano.sh/role-id      # names a Pod's Role instance in it (value ends in its index)
 
 Feature names match case-insensitively; the canonical spelling is kept. A feature may appear once,
 in one of the two lists, and a supported feature's prerequisites (``FeatureInfo.requires``) must be
 supported too.
+
+``podLabels``: the spec names no Pod label for a ServingGroup or a Role instance, so tests that
+must tell them apart (rollout budgets, partitions, eviction budgets) read the keys declared here.
+Each must be a valid label key, the two must differ, and the value must end in the ordinal (index)
+as ``-<n>`` or be the number itself; a key left out keeps its default. Role and entry/worker come
+from the suite's own template labels and need no declaration.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +61,45 @@ class DocumentError(ValueError):
     """A YAML document could not be read or parsed (the message names the file)."""
 
 
+# A label key: an optional DNS-subdomain prefix and '/', then a name of at most 63 characters.
+_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_LABEL_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def label_key_problem(key: str) -> str | None:
+    """Why ``key`` is not a valid Kubernetes label key (None when it is one). Pure."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not _LABEL_PREFIX.match(prefix)):
+        return f"{key!r} is not a label key: the prefix before '/' must be a DNS subdomain"
+    if not _LABEL_NAME.match(name):
+        return (
+            f"{key!r} is not a label key: the name must be 1-63 characters of letters, digits, '-', '_' or '.', "
+            "starting and ending with a letter or digit"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class PodLabels:
+    """Label keys on an implementation's Pods naming the ServingGroup and the Role instance each Pod
+    belongs to (the support file's ``podLabels``; upstream Kthena's by default)."""
+
+    serving_group: str = "modelserving.volcano.sh/group-name"
+    role_instance: str = "modelserving.volcano.sh/role-id"
+
+    def as_report(self) -> dict[str, str]:
+        return {"servingGroup": self.serving_group, "roleInstance": self.role_instance}
+
+    @classmethod
+    def from_report(cls, data: Mapping[str, Any] | None) -> PodLabels:
+        default = cls()
+        data = data or {}
+        return cls(
+            serving_group=str(data.get("servingGroup") or default.serving_group),
+            role_instance=str(data.get("roleInstance") or default.role_instance),
+        )
+
+
 @dataclass(frozen=True)
 class Support:
     """The features an implementation supports, and the reasons it gave for the ones it does not.
@@ -63,6 +112,7 @@ class Support:
     supported: frozenset[Feature]
     unsupported_reasons: dict[Feature, str] = field(default_factory=dict, hash=False)
     source: str = "flags"
+    pod_labels: PodLabels = field(default_factory=PodLabels)
 
     def supports(self, feature: Feature) -> bool:
         return feature in self.supported
@@ -82,6 +132,7 @@ class Support:
                 {"name": f.value, "reason": self.reason(f)}
                 for f in sorted(set(Feature) - self.supported, key=lambda f: f.value)
             ],
+            "podLabels": self.pod_labels.as_report(),
         }
 
     @classmethod
@@ -118,6 +169,7 @@ class Support:
             supported=frozenset(supported),
             unsupported_reasons=reasons,
             source=str(data.get("source", "report")),
+            pod_labels=PodLabels.from_report(data.get("podLabels")),
         )
 
 
@@ -141,12 +193,18 @@ class _Unsupported(_Strict):
     reason: str = Field(min_length=1)
 
 
+class _PodLabels(_Strict):
+    serving_group: str = Field(default=PodLabels.serving_group, alias="servingGroup")
+    role_instance: str = Field(default=PodLabels.role_instance, alias="roleInstance")
+
+
 class _SupportFile(_Strict):
     api_version: Literal["conformance.kthena.io/v1alpha1"] = Field(alias="apiVersion")
     kind: Literal["ImplementationSupport"]
     implementation: _Implementation
     supported_features: list[str] = Field(alias="supportedFeatures")
     unsupported_features: list[_Unsupported] = Field(default_factory=list, alias="unsupportedFeatures")
+    pod_labels: _PodLabels = Field(default_factory=_PodLabels, alias="podLabels")
 
 
 def load_support(path: Path) -> Support:
@@ -188,6 +246,8 @@ def load_support(path: Path) -> Support:
             )
         reasons.setdefault(feature, entry.reason)
     problems += _missing_prerequisites(supported, "supportedFeatures[{index}]")
+    labels = PodLabels(parsed.pod_labels.serving_group, parsed.pod_labels.role_instance)
+    problems += pod_label_problems(labels)
     if problems:
         raise SupportFileError([f"{source}: {p}" for p in problems])
     return Support(
@@ -196,7 +256,23 @@ def load_support(path: Path) -> Support:
         supported=frozenset(supported),
         unsupported_reasons={f: r for f, r in reasons.items() if f not in supported},
         source=f"file:{source}",
+        pod_labels=labels,
     )
+
+
+def pod_label_problems(labels: PodLabels) -> list[str]:
+    """What is wrong with declared Pod label keys (``podLabels.<key>: problem``). Pure."""
+    problems = []
+    for key, value in labels.as_report().items():
+        problem = label_key_problem(value)
+        if problem:
+            problems.append(f"podLabels.{key}: {problem}")
+    if labels.serving_group == labels.role_instance:
+        problems.append(
+            f"podLabels.roleInstance: the same key as podLabels.servingGroup ({labels.serving_group!r}); a Pod needs "
+            "one label for its ServingGroup and another for its Role instance"
+        )
+    return problems
 
 
 def support_from_flags(name: str, version: str, features: list[str] | None, all_features: bool) -> Support:

@@ -10,7 +10,14 @@ import pytest
 import yaml
 
 from conformance.framework.features import Feature
-from conformance.framework.support import Support, SupportFileError, load_support, support_from_flags
+from conformance.framework.support import (
+    PodLabels,
+    Support,
+    SupportFileError,
+    label_key_problem,
+    load_support,
+    support_from_flags,
+)
 
 VALID: dict[str, Any] = {
     "apiVersion": "conformance.kthena.io/v1alpha1",
@@ -289,3 +296,69 @@ def test_as_report_lists_every_feature_once_and_round_trips() -> None:
 def test_from_report_errors(data: dict[str, Any], expected: str) -> None:
     with pytest.raises(SupportFileError, match=expected.replace("[", r"\[").replace("]", r"\]")):
         Support.from_report(data)
+
+
+# -- podLabels: the label keys naming a Pod's ServingGroup and Role instance -----------------------------
+
+
+def test_pod_labels_default_to_upstreams(tmp_path: Path) -> None:
+    support = load_support(write(tmp_path, VALID))
+    assert support.pod_labels == PodLabels("modelserving.volcano.sh/group-name", "modelserving.volcano.sh/role-id")
+    assert support_from_flags("impl", "1", None, True).pod_labels == PodLabels()
+
+
+def test_declared_pod_labels_are_kept_and_a_missing_key_keeps_its_default(tmp_path: Path) -> None:
+    support = load_support(write(tmp_path, with_(podLabels={"servingGroup": "example.com/serving-group"})))
+    assert support.pod_labels == PodLabels("example.com/serving-group", "modelserving.volcano.sh/role-id")
+    both = {"servingGroup": "group", "roleInstance": "example.com/instance"}
+    assert load_support(write(tmp_path, with_(podLabels=both))).pod_labels == PodLabels("group", "example.com/instance")
+
+
+@pytest.mark.parametrize(
+    ("labels", "expected"),
+    [
+        pytest.param({"servingGroup": "-bad"}, "podLabels.servingGroup: '-bad' is not a label key", id="bad-name"),
+        pytest.param(
+            {"roleInstance": "Bad_Prefix/x"}, "podLabels.roleInstance: 'Bad_Prefix/x' is not a label key", id="prefix"
+        ),
+        pytest.param({"roleInstance": "a" * 64}, "is not a label key: the name must be 1-63", id="too-long"),
+        pytest.param(
+            {"servingGroup": "same", "roleInstance": "same"},
+            "podLabels.roleInstance: the same key as podLabels.servingGroup",
+            id="same-key",
+        ),
+        pytest.param({"group": "x"}, "podLabels.group: unknown field", id="unknown-field"),
+        pytest.param({"servingGroup": 3}, "podLabels.servingGroup: expected a string, got 3", id="not-a-string"),
+    ],
+)
+def test_bad_pod_labels_name_the_field(tmp_path: Path, labels: dict[str, Any], expected: str) -> None:
+    with pytest.raises(SupportFileError) as info:
+        load_support(write(tmp_path, with_(podLabels=labels)))
+    assert any(expected in line for line in info.value.problems), info.value.problems
+
+
+@pytest.mark.parametrize(
+    ("key", "valid"),
+    [
+        ("modelserving.volcano.sh/group-name", True),
+        ("group", True),
+        ("a.b/c_d.e-f", True),
+        ("/x", False),
+        ("a/b/c", False),
+        ("x/", False),
+        ("UPPER.example/x", False),
+        ("x-", False),
+    ],
+)
+def test_label_key_problem(key: str, valid: bool) -> None:
+    assert (label_key_problem(key) is None) is valid
+
+
+def test_pod_labels_are_in_the_report_and_read_back() -> None:
+    labels = PodLabels("example.com/group", "example.com/instance")
+    support = Support("impl", "1", frozenset({Feature.CORE}), {}, "flags", labels)
+    report = support.as_report()
+    assert report["podLabels"] == {"servingGroup": "example.com/group", "roleInstance": "example.com/instance"}
+    assert Support.from_report(report).pod_labels == labels
+    del report["podLabels"]  # a report written before podLabels existed
+    assert Support.from_report(report).pod_labels == PodLabels()
