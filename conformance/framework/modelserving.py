@@ -7,6 +7,14 @@ from labels the test itself put on the templates (``conformance.kthena.io/role``
 ``conformance.kthena.io/member``), which the API reference says Pods are created from. Every
 wait is named after an entry of :mod:`.timeouts`, so its maximum is documented, scaled and
 reported.
+
+Which ServingGroup and Role instance a Pod belongs to the spec does not say: where a test needs
+it, the label keys come from the implementation's declaration (:class:`~.support.PodLabels`,
+upstream Kthena's by default), never from a name.
+
+Status counters (``replicas``, ``availableReplicas``, ...) omitted from status read as 0: a Go
+implementation's ``omitempty`` drops them at 0, which says 0, not "not reported yet"
+(``observedGeneration`` still tells whether the status is current).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from .support import PodLabels
 from .timeouts import Timeouts
 from .waits import wait_for
 
@@ -28,6 +37,8 @@ T = TypeVar("T")
 
 
 REFUSED = (400, 403, 422)  # how an API server refuses an invalid write (admission webhook, schema or CEL)
+# Status counters: omitted (Go ``omitempty`` at 0) means 0.
+COUNTERS = ("replicas", "currentReplicas", "updatedReplicas", "availableReplicas")
 
 
 @dataclass(frozen=True)
@@ -39,18 +50,44 @@ class Rejection:
     message: str
 
 
-def expect_refused(rejection: Rejection | None, what: str, field: str | None = None) -> Rejection:
-    """``what`` was refused as invalid (HTTP 400/403/422), naming ``field`` when given."""
+def expect_refused(rejection: Rejection | None, what: str) -> Rejection:
+    """``what`` was refused as invalid (HTTP 400/403/422). The message is not judged here: its
+    wording differs between CEL, the OpenAPI schema and a webhook (see :func:`names_field`)."""
     assert rejection is not None, f"expected {what} to be rejected; it was accepted"
     assert rejection.status in REFUSED, (
         f"expected {what} to be refused with HTTP {'/'.join(map(str, REFUSED))}; seen {rejection.status}: "
         f"{rejection.message}"
     )
-    if field is not None:
-        assert field in rejection.message, (
-            f"expected the rejection of {what} to name the field {field!r}; message: {rejection.message!r}"
-        )
     return rejection
+
+
+def names_field(rejection: Rejection, field: str) -> bool:
+    """Whether a refusal's message names ``field`` (a path such as ``roles[0].name``; the message
+    may give it with a prefix such as ``spec.template.``). Pure."""
+    return field in rejection.message
+
+
+def counters(status: dict[str, Any] | None) -> dict[str, Any]:
+    """``status`` with every counter of :data:`COUNTERS` present (omitted reads as 0). Pure."""
+    out = dict(status or {})
+    for key in COUNTERS:
+        if out.get(key) is None:
+            out[key] = 0
+    return out
+
+
+class Manifest(dict[str, Any]):
+    """A ModelServing body loaded from the suite's manifests; ``source`` names its file (failure
+    messages say which manifest an implementation refused). Deep copies keep it."""
+
+    def __init__(self, data: dict[str, Any] | None = None, *, source: str = "") -> None:
+        super().__init__(data or {})
+        self.source = source
+
+
+class RefusedManifest(AssertionError):
+    """The implementation refused a ModelServing (or a change) the spec allows: the test's own,
+    valid manifest. An AssertionError, so the behaviour is non-conformant (not an error)."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +105,15 @@ class EvictionAnswer:
 
     @property
     def refused(self) -> bool:
-        """The budget refused it (HTTP 429 Too Many Requests, what ``kubectl drain`` retries)."""
+        """The API server refused it: any 4xx but 404 (the Pod gone). A PodDisruptionBudget answers
+        429; an admission webhook on ``pods/eviction`` may answer 429 or another code (403 by
+        default). Which code is the convention, not the refusal (spec reading: eviction refusals)."""
+        return 400 <= self.status < 500 and self.status != 404
+
+    @property
+    def too_many_requests(self) -> bool:
+        """Refused with HTTP 429 Too Many Requests, what PodDisruptionBudgets answer and ``kubectl
+        drain`` retries."""
         return self.status == 429
 
     def describe(self) -> str:
@@ -136,11 +181,14 @@ def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
 class ModelServings:
     """ModelServings and what they own, in one test namespace."""
 
-    def __init__(self, kube: Any, namespace: str, timeouts: Timeouts, run_id: str = "") -> None:
+    def __init__(
+        self, kube: Any, namespace: str, timeouts: Timeouts, run_id: str = "", pod_labels: PodLabels | None = None
+    ) -> None:
         self.kube = kube
         self.ns = namespace
         self.timeouts = timeouts
         self.run_id = run_id
+        self.pod_labels = pod_labels or PodLabels()  # the implementation's declared Pod label keys
         self.created: list[str] = []  # in creation order (cleanup goes in reverse)
 
     # -- writes ---------------------------------------------------------------------------------
@@ -156,6 +204,13 @@ class ModelServings:
         return out
 
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Create the test's own (valid) ModelServing; a refusal is :class:`RefusedManifest`."""
+        try:
+            return self._create(body)
+        except Exception as exc:
+            raise _refused_valid(exc, f"the creation of ModelServing {self.ns}/{_name(body)}{_source(body)}") from None
+
+    def _create(self, body: dict[str, Any]) -> dict[str, Any]:
         obj = dict(
             self.kube.custom.create_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL, self._prepare(body))
         )
@@ -165,16 +220,53 @@ class ModelServings:
     def try_create(self, body: dict[str, Any]) -> Rejection | None:
         """Create, expecting a possible refusal: the Rejection, or None when it was accepted."""
         try:
-            self.create(body)
+            self._create(body)
         except Exception as exc:
             return _rejection(exc)
         return None
+
+    def refused_create(self, body: dict[str, Any], what: str) -> Rejection:
+        """``body`` (invalid) must be refused at admission and not stored."""
+        rejection = expect_refused(self.try_create(body), what)
+        name = _name(body)
+        stored = self.exists(name)
+        assert not stored, f"{what} was answered HTTP {rejection.status} but ModelServing {self.ns}/{name} exists"
+        return rejection
+
+    def refused_patch(self, name: str, merge_patch: dict[str, Any], what: str) -> Rejection:
+        """``merge_patch`` (an invalid change) must be refused and leave the stored spec unchanged."""
+        before = self.get(name)
+        rejection = expect_refused(self.try_patch(name, merge_patch), what)
+        after = self.get(name)
+        assert after.get("spec") == before.get("spec"), (
+            f"{what} was answered HTTP {rejection.status} but the stored spec changed: before {before.get('spec')}, "
+            f"after {after.get('spec')}"
+        )
+        return rejection
+
+    def exists(self, name: str) -> bool:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            self.get(name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
 
     def get(self, name: str) -> dict[str, Any]:
         return dict(self.kube.custom.get_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL, name))
 
     def patch(self, name: str, merge_patch: dict[str, Any]) -> dict[str, Any]:
-        """A JSON merge patch (never a read-modify-write: the controller writes status meanwhile)."""
+        """A JSON merge patch (never a read-modify-write: the controller writes status meanwhile) of
+        a change the spec allows; a refusal is :class:`RefusedManifest`."""
+        try:
+            return self._patch(name, merge_patch)
+        except Exception as exc:
+            raise _refused_valid(exc, f"the change {merge_patch} of ModelServing {self.ns}/{name}") from None
+
+    def _patch(self, name: str, merge_patch: dict[str, Any]) -> dict[str, Any]:
         return dict(
             self.kube.custom.patch_namespaced_custom_object(
                 GROUP, VERSION, self.ns, PLURAL, name, merge_patch, _content_type="application/merge-patch+json"
@@ -183,7 +275,7 @@ class ModelServings:
 
     def try_patch(self, name: str, merge_patch: dict[str, Any]) -> Rejection | None:
         try:
-            self.patch(name, merge_patch)
+            self._patch(name, merge_patch)
         except Exception as exc:
             return _rejection(exc)
         return None
@@ -262,7 +354,7 @@ class ModelServings:
         """status without conditions, plus ``metadata.generation`` and ``spec.replicas``: what
         the status waits compare (and what a timeout shows)."""
         obj = self.get(name)
-        seen = {k: v for k, v in (obj.get("status") or {}).items() if k != "conditions"}
+        seen = {k: v for k, v in counters(obj.get("status")).items() if k != "conditions"}
         seen["metadata.generation"] = obj["metadata"].get("generation")
         seen["spec.replicas"] = obj["spec"].get("replicas", 1)
         return seen
@@ -336,6 +428,31 @@ class ModelServings:
         from .waits import holds_for
 
         return holds_for(what, probe, check, seconds=self.timeouts.seconds(wait))
+
+
+def _name(body: dict[str, Any]) -> str:
+    return str((body.get("metadata") or {}).get("name", ""))
+
+
+def _source(body: dict[str, Any]) -> str:
+    """`` (manifest <file>)`` when the body came from the suite's manifests, else empty."""
+    source = getattr(body, "source", "")
+    return f" (manifest {source})" if source else ""
+
+
+def _refused_valid(exc: Exception, what: str) -> Exception:
+    """What a refused write of a valid object becomes: :class:`RefusedManifest` with the refusal
+    text for an HTTP 4xx refusal (the implementation judged the spec wrongly), else ``exc``."""
+    try:
+        rejection = _rejection(exc)
+    except Exception:
+        return exc
+    if not 400 <= rejection.status < 500 or rejection.status in (404, 409):
+        return exc  # gone or conflicting: a harness or cluster problem, not a judgement of the spec
+    return RefusedManifest(
+        f"the implementation refused {what}, which the spec allows: HTTP {rejection.status}"
+        f"{' ' + rejection.reason if rejection.reason else ''}: {rejection.message}"
+    )
 
 
 def _rejection(exc: Exception) -> Rejection:

@@ -18,11 +18,13 @@ for safety (a re-list is a snapshot too). Pods are the ModelServing's by control
 like everywhere in the suite.
 
 **What a ServingGroup is, observably.** The spec speaks of ServingGroups with ordinals and Role
-instances with indices but names no Pod label or name for them; the suite takes upstream Kthena's
-documented labels (``modelserving.volcano.sh/group-name: <ms>-<ordinal>`` and
-``modelserving.volcano.sh/role-id: <role>-<index>``, ``../shared/notes/upstream-kthena-facts.md``).
+instances with indices but names no Pod label or name for them; the suite reads the label keys the
+implementation declares (the support file's ``podLabels``, :class:`~.support.PodLabels`), by
+default upstream Kthena's documented ones (``modelserving.volcano.sh/group-name: <ms>-<ordinal>``
+and ``modelserving.volcano.sh/role-id: <role>-<index>``, ``../shared/notes/upstream-kthena-facts.md``).
 A Pod without them cannot be placed: the analysis raises :class:`~.outcomes.Inconclusive` (error,
-never a pass). Role and entry/worker come from the suite's own template labels.
+never a pass) naming the key and how to declare another. Role and entry/worker come from the
+suite's own template labels.
 
 **Fair readings** (the pure part below, unit tested):
 
@@ -49,12 +51,14 @@ from typing import Any
 
 from .modelserving import MEMBER_LABEL, ROLE_LABEL, ModelServings
 from .outcomes import Inconclusive
+from .support import PodLabels
 from .waits import wait_for
 
-GROUP_LABEL = "modelserving.volcano.sh/group-name"
-ROLE_ID_LABEL = "modelserving.volcano.sh/role-id"
+GROUP_LABEL = PodLabels().serving_group  # the defaults (upstream Kthena's); a support file may declare others
+ROLE_ID_LABEL = PodLabels().role_instance
 RESYNC_SECONDS = 5.0
-_ORDINAL = re.compile(r"-(0|[1-9][0-9]*)$")
+_ORDINAL = re.compile(r"(?:^|-)(0|[1-9][0-9]*)$")
+_DECLARE = "declare the implementation's keys in the support file's podLabels (docs/testing-your-implementation.md)"
 
 
 def same_image(spec: str, running: str) -> bool:
@@ -82,9 +86,11 @@ class PodState:
     terminating: bool = False  # metadata.deletionTimestamp is set
     restarts: int = 0
     owner: str = ""  # the controller ownerReference's UID
+    labels: PodLabels = field(default_factory=PodLabels, compare=False, repr=False)  # keys group/role_id came from
 
     @classmethod
-    def from_json(cls, pod: dict[str, Any]) -> PodState:
+    def from_json(cls, pod: dict[str, Any], keys: PodLabels | None = None) -> PodState:
+        keys = keys or PodLabels()
         meta = pod.get("metadata") or {}
         labels = meta.get("labels") or {}
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
@@ -94,9 +100,9 @@ class PodState:
         return cls(
             name=str(meta.get("name", "")),
             uid=str(meta.get("uid", "")),
-            group=labels.get(GROUP_LABEL),
+            group=labels.get(keys.serving_group),
             role=str(labels.get(ROLE_LABEL, "")),
-            role_id=labels.get(ROLE_ID_LABEL),
+            role_id=labels.get(keys.role_instance),
             member=str(labels.get(MEMBER_LABEL, "")),
             images=tuple(str(c.get("image", "")) for c in spec.get("containers") or []),
             running=tuple(str((statuses.get(n) or {}).get("image", "")) for n in containers),
@@ -105,6 +111,7 @@ class PodState:
             terminating=bool(meta.get("deletionTimestamp")),
             restarts=sum(int(s.get("restartCount") or 0) for s in statuses.values()),
             owner=str(owner),
+            labels=keys,
         )
 
     @property
@@ -154,10 +161,11 @@ class Layout:
 
 
 def ordinal(name: str) -> int:
-    """The ordinal (or index) ending a ServingGroup name ``<ms>-<n>`` or a role id ``<role>-<n>``."""
+    """The ordinal (or index) ending a ServingGroup label value ``<ms>-<n>`` or a Role instance's
+    ``<role>-<n>``, or the value when it is the number itself."""
     match = _ORDINAL.search(name)
     if match is None:
-        raise Inconclusive(f"cannot read an ordinal from {name!r} (expected a name ending in -<n>)")
+        raise Inconclusive(f"cannot read an ordinal from {name!r} (expected a value ending in -<n>, or <n>)")
     return int(match[1])
 
 
@@ -179,8 +187,8 @@ class Snapshot:
         for pod in self.pods:
             if not pod.group:
                 raise Inconclusive(
-                    f"Pod {pod.name} has no {GROUP_LABEL} label: the suite cannot tell which ServingGroup it "
-                    "belongs to (see conformance/framework/rollout_watch.py)"
+                    f"Pod {pod.name} has no {pod.labels.serving_group} label: the suite cannot tell which "
+                    f"ServingGroup it belongs to; {_DECLARE}"
                 )
             out.setdefault(pod.group, []).append(pod)
         return out
@@ -210,8 +218,8 @@ class Snapshot:
                 continue
             if not pod.group or not pod.role_id:
                 raise Inconclusive(
-                    f"Pod {pod.name} lacks the {GROUP_LABEL} or {ROLE_ID_LABEL} label: the suite cannot tell "
-                    "which Role instance it belongs to (see conformance/framework/rollout_watch.py)"
+                    f"Pod {pod.name} lacks the {pod.labels.serving_group} or {pod.labels.role_instance} label: the "
+                    f"suite cannot tell which Role instance it belongs to; {_DECLARE}"
                 )
             out.setdefault((pod.group, pod.role_id), []).append(pod)
         return out
@@ -445,7 +453,7 @@ class RolloutWatch:
         data = json.loads(response.data)
         pods = {}
         for item in data.get("items") or []:
-            pod = PodState.from_json(item)
+            pod = PodState.from_json(item, self.ms.pod_labels)
             if pod.owner == self._owner:
                 pods[pod.uid] = pod
         with self._lock:
@@ -456,7 +464,7 @@ class RolloutWatch:
     def _apply(self, event: dict[str, Any]) -> None:
         kind, obj = str(event.get("type", "")), event.get("object") or {}
         version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-        pod = PodState.from_json(obj)
+        pod = PodState.from_json(obj, self.ms.pod_labels)
         with self._lock:
             if version:
                 self._version = version

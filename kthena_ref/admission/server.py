@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from .. import faults
 from .rules import message, validate
 
 if TYPE_CHECKING:
@@ -40,6 +41,8 @@ def review_response(review: dict[str, Any]) -> dict[str, Any]:
         if errors:
             response["allowed"] = False
             response["status"] = {"code": 422, "reason": "Invalid", "message": message(errors)}
+            if faults.active("admission-message-without-field"):
+                response["status"]["message"] = "validation failed: " + "; ".join(e.reason for e in errors)
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from conformance.cluster.faults import Fault
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
-from conformance.framework.modelserving import ModelServings, expect_refused
+from conformance.framework.modelserving import ModelServings
 from conformance.framework.rollout_watch import Layout, RolloutWatch, Snapshot
 from conformance.suites.rollout import expect_status_updated, never_gone, patch_roles, start, uids_of, with_image
 
@@ -138,8 +138,8 @@ def test_retargeting_rolls_back_in_place(ms: ModelServings, manifest: Any, fault
 
 @behaviour(
     "inplace/progress-deadline-minimum",
-    "A rolloutStrategy.progressDeadlineSeconds below 60 MUST be rejected at admission with a message naming the "
-    "field, and 60 MUST be accepted.",
+    "A rolloutStrategy.progressDeadlineSeconds below 60 MUST be refused at admission and not stored, and 60 MUST be "
+    "accepted.",
     STRATEGY,
     Feature.PROGRESS_DEADLINE,
 )
@@ -147,7 +147,7 @@ def test_progress_deadline_minimum(ms: ModelServings, manifest: Any) -> None:
     for seconds in (59, 0):
         body = body_of(manifest, 0, progressDeadlineSeconds=seconds)
         body["metadata"]["name"] = f"deadline-{seconds}"
-        expect_refused(ms.try_create(body), f"progressDeadlineSeconds {seconds}", "progressDeadlineSeconds")
+        ms.refused_create(body, f"progressDeadlineSeconds {seconds}")
     body = body_of(manifest, 0, progressDeadlineSeconds=60)
     body["metadata"]["name"] = "deadline-60"
     rejection = ms.try_create(body)
@@ -194,8 +194,7 @@ def test_progress_deadline_hands_unready_pods_to_recovery(ms: ModelServings, man
 
 @behaviour(
     "inplace/update-method-enum",
-    "A rolloutStrategy.updateMethod other than Recreate or InPlace MUST be rejected at admission with a message "
-    "naming the field.",
+    "A rolloutStrategy.updateMethod other than Recreate or InPlace MUST be refused at admission and not stored.",
     UPDATE_METHOD,
     Feature.IN_PLACE_UPDATE,
 )
@@ -205,4 +204,4 @@ def test_update_method_enum(ms: ModelServings, manifest: Any) -> None:
     for i, bad in enumerate(["Rolling", "Patch"]):
         body = body_of(manifest, 0, updateMethod=bad)
         body["metadata"]["name"] = f"method-{i}"
-        expect_refused(ms.try_create(body), f"updateMethod {bad!r}", "updateMethod")
+        ms.refused_create(body, f"updateMethod {bad!r}")

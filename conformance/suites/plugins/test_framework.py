@@ -6,7 +6,7 @@ from typing import Any
 
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
-from conformance.framework.modelserving import ModelServings, expect_refused
+from conformance.framework.modelserving import ModelServings
 
 API = "api-reference-workload-v1alpha1.txt"
 PLUGINS = "plugin-framework-and-headless-service.txt"
@@ -24,11 +24,8 @@ def test_unknown_plugin_is_rejected_or_reported(ms: ModelServings, manifest: Any
     body = manifest("core-small")
     body["spec"]["plugins"] = [{"name": UNKNOWN, "type": "BuiltIn"}]
     rejection = ms.try_create(body)
-    if rejection is not None:
-        expect_refused(rejection, f"the unregistered plugin {UNKNOWN!r}")
-        assert "plugins" in rejection.message or UNKNOWN in rejection.message, (
-            f"expected the rejection to name spec.plugins or the plugin {UNKNOWN!r}; message: {rejection.message!r}"
-        )
+    if rejection is not None:  # the message's wording is not judged (core/admission/message-names-field)
+        ms.refused_create(body, f"the unregistered plugin {UNKNOWN!r}")
         return
     events = ms.wait(
         "events",
@@ -41,7 +38,7 @@ def test_unknown_plugin_is_rejected_or_reported(ms: ModelServings, manifest: Any
 
 @behaviour(
     "plugins/framework/duplicate-name-rejected",
-    "A plugin name that appears twice in spec.plugins MUST be rejected at admission with a message naming the field.",
+    "A plugin name that appears twice in spec.plugins MUST be refused at admission and not stored.",
     f"{PLUGINS}#Plugin Execution Order",
     Feature.PLUGIN_FRAMEWORK,
 )
@@ -51,12 +48,12 @@ def test_duplicate_plugin_name_is_rejected(ms: ModelServings, manifest: Any) -> 
         {"name": "demo-pod-tweaks", "type": "BuiltIn", "config": {"annotations": {"conformance.kthena.io/n": "1"}}},
         {"name": "demo-pod-tweaks", "type": "BuiltIn", "config": {"annotations": {"conformance.kthena.io/n": "2"}}},
     ]
-    expect_refused(ms.try_create(body), "a chain naming demo-pod-tweaks twice", "plugins")
+    ms.refused_create(body, "a chain naming demo-pod-tweaks twice")
 
 
 @behaviour(
     "plugins/framework/type-enum",
-    "A plugin type other than BuiltIn MUST be rejected at admission with a message naming the field.",
+    "A plugin type other than BuiltIn MUST be refused at admission and not stored.",
     f"{API}#PluginSpec",
     Feature.PLUGIN_FRAMEWORK,
 )
@@ -65,4 +62,4 @@ def test_plugin_type_other_than_builtin_is_rejected(ms: ModelServings, manifest:
         body = manifest("core-small")
         body["metadata"]["name"] = f"type-{i}"
         body["spec"]["plugins"] = [{"name": "demo-pod-tweaks", "type": bad}]
-        expect_refused(ms.try_create(body), f"plugin type {bad!r}", "plugins[0].type")
+        ms.refused_create(body, f"plugin type {bad!r}")

@@ -13,7 +13,7 @@ from typing import Any
 
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
-from conformance.framework.modelserving import ModelServings, expect_refused, expected_pod_count
+from conformance.framework.modelserving import ModelServings, expected_pod_count
 
 PLUGINS = "plugin-framework-and-headless-service.txt"
 SECTION = f"{PLUGINS}#API Configuration"
@@ -26,8 +26,7 @@ def _chain(manifest: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def _refused(ms: ModelServings, plugins: Any, what: str) -> None:
-    rejection = ms.try_patch(NAME, {"spec": {"plugins": plugins}})
-    expect_refused(rejection, f"{what} on update (the plugin chain is immutable)", "plugins")
+    ms.refused_patch(NAME, {"spec": {"plugins": plugins}}, f"{what} on update (the plugin chain is immutable)")
 
 
 @behaviour(

@@ -17,6 +17,7 @@ from conformance.framework.rollout_watch import (
     ordinal,
     same_image,
 )
+from conformance.framework.support import PodLabels
 
 V1, V2 = "registry.example/engine:v1", "registry.example/engine:v2"
 # Two Roles: "a" with 2 instances of entry + 1 worker, "b" with 1 single-Pod instance: 5 Pods a group.
@@ -116,6 +117,19 @@ def test_pod_state_from_json_applied_and_terminating() -> None:
     assert state.terminating and not state.available
 
 
+def test_pod_state_reads_the_declared_label_keys() -> None:
+    keys = PodLabels("example.com/serving-group", "example.com/instance")
+    body = pod_json()
+    body["metadata"]["labels"].update({"example.com/serving-group": "g-4", "example.com/instance": "7"})
+    state = PodState.from_json(body, keys)
+    assert (state.group, state.role_id) == ("g-4", "7")
+    assert (PodState.from_json(body).group, PodState.from_json(body).role_id) == ("ms-0", "a-0")  # the defaults
+    del body["metadata"]["labels"]["example.com/serving-group"]
+    missing = PodState.from_json(body, keys)
+    with pytest.raises(Inconclusive, match=r"no example\.com/serving-group label.*podLabels"):
+        snap(missing).groups()
+
+
 def test_pod_state_from_json_minimal() -> None:
     state = PodState.from_json({"metadata": {"name": "p"}})
     assert (state.group, state.role_id, state.owner, state.images, state.running) == (None, None, "", (), ())
@@ -167,7 +181,9 @@ def test_layout_of_a_manifest() -> None:
     assert Layout.of({"spec": {"template": {"roles": [{"name": "x", "workerReplicas": 3}]}}}).replicas == 1
 
 
-@pytest.mark.parametrize(("name", "expected"), [("ms-0", 0), ("my-ms-12", 12), ("a-3", 3), ("prefill-10", 10)])
+@pytest.mark.parametrize(
+    ("name", "expected"), [("ms-0", 0), ("my-ms-12", 12), ("a-3", 3), ("prefill-10", 10), ("7", 7), ("0", 0)]
+)
 def test_ordinal(name: str, expected: int) -> None:
     assert ordinal(name) == expected
 
