@@ -1,9 +1,11 @@
 """Preflight: what the cluster must provide before any ModelServing test can mean anything.
 
-Nodes Ready, the ModelServing CRD served at v1alpha1 with its subresources, a validating webhook
-answering (informational), ``default-scheduler`` placing a Pod, and the garbage collector
-collecting a deleted ModelServing's dependents. Each check names what is missing, so a failed
-preflight stops the run with a reason instead of a hundred confusing test failures.
+Nodes Ready, the ModelServing CRD served at v1alpha1 with its status subresource, a validating
+webhook answering (informational), the scale subresource (informational: the spec never names it,
+its tests are the optional ScaleSubresource feature), ``default-scheduler`` placing a Pod, and the
+garbage collector collecting a deleted ModelServing's dependents. Each check names what is
+missing, so a failed preflight stops the run with a reason instead of a hundred confusing test
+failures.
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ def preflight(info: ClusterInfo, *, webhook: bool = True) -> list[Check]:
     if crd is not None:
         subresources = next((v.subresources for v in crd.spec.versions if v.name == "v1alpha1"), None)
         has = [n for n in ("status", "scale") if subresources is not None and getattr(subresources, n) is not None]
-        checks.append(Check("crd-subresources", len(has) == 2, f"subresources served: {has or 'none'}"))
+        checks += subresource_checks(has)
     if webhook and "v1alpha1" in served:
         checks.append(webhook_check(api))
     checks.append(_scheduler_check(api))
@@ -99,6 +101,26 @@ def preflight(info: ClusterInfo, *, webhook: bool = True) -> list[Check]:
             )
         else:
             checks.append(_garbage_collection_check(api))
+    return checks
+
+
+def subresource_checks(served: list[str]) -> list[Check]:
+    """The status subresource is required (status, observedGeneration); the scale subresource is
+    informational: the spec never names it, so its absence only makes the optional
+    ScaleSubresource feature's behaviours fail if the implementation declares that feature. Pure."""
+    checks = [Check("crd-subresources", "status" in served, f"subresources served: {served or 'none'}")]
+    if "scale" in served:
+        checks.append(Check("crd-scale-subresource", True, "the scale subresource is served"))
+    else:
+        checks.append(
+            Check(
+                "crd-scale-subresource",
+                False,
+                "no scale subresource (informational: the spec does not require one; declare the ScaleSubresource "
+                "feature unsupported)",
+                required=False,
+            )
+        )
     return checks
 
 
