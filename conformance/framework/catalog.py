@@ -11,10 +11,12 @@ A test is declared with :func:`behaviour`::
     def test_pods_created(...): ...
 
 The id is a stable path (``profile-ish/area/what``) reports, selections and reviews refer to; the
-statement is one RFC 2119 sentence; ``spec`` points at the section of the spec text (a file under
-the spec directory, ``#`` a section heading) that says so. The checked-in ``conformance/catalog.yaml``
-is :func:`render` of every declared behaviour; a test fails when the two :func:`drift` apart, so a
-change to what conformance means is always a reviewed diff.
+statement is one RFC 2119 sentence whose first keyword is the behaviour's :attr:`~Behaviour.level`
+(MUST, SHOULD or MAY: a failed SHOULD or MAY is a warning, not non-conformance); ``spec`` points
+at the section of the spec text (a file under the spec directory, ``#`` a section heading) that
+says so. The checked-in ``conformance/catalog.yaml`` is :func:`render` of every declared
+behaviour; a test fails when the two :func:`drift` apart, so a change to what conformance means is
+always a reviewed diff.
 
 :func:`suite_digest` fingerprints the suite's code, so ``verify`` can tell which suite produced a
 report.
@@ -45,7 +47,16 @@ CATALOG_PATH = PACKAGE_DIR / "catalog.yaml"
 DIGESTED = ("suites", "framework")
 
 ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*(/[a-z0-9]+(-[a-z0-9]+)*)+$")
-KEYWORDS = ("MUST NOT", "MUST", "SHALL NOT", "SHALL", "SHOULD NOT", "SHOULD", "REQUIRED", "RECOMMENDED", "MAY")
+KEYWORDS = (
+    "MUST NOT", "MUST", "SHALL NOT", "SHALL", "SHOULD NOT", "SHOULD", "REQUIRED", "RECOMMENDED", "MAY", "OPTIONAL",
+)  # fmt: skip
+# A behaviour's level is its statement's first keyword's: a failed SHOULD or MAY is a warning.
+LEVELS = ("MUST", "SHOULD", "MAY")
+LEVEL_OF_KEYWORD = {
+    "MUST": "MUST", "MUST NOT": "MUST", "SHALL": "MUST", "SHALL NOT": "MUST", "REQUIRED": "MUST",
+    "SHOULD": "SHOULD", "SHOULD NOT": "SHOULD", "RECOMMENDED": "SHOULD",
+    "MAY": "MAY", "OPTIONAL": "MAY",
+}  # fmt: skip
 _KEYWORD = re.compile(r"\b(" + "|".join(KEYWORDS) + r")\b")
 _SPEC = re.compile(r"^(?P<file>[A-Za-z0-9][A-Za-z0-9._/-]*)#(?P<section>\S.*)$")
 # A sentence ends at ., ! or ? followed by whitespace and a capital: "... Pods. The ..." is two.
@@ -114,12 +125,21 @@ class Behaviour:
         assert match is not None  # guaranteed by __post_init__
         return match[1]
 
+    @property
+    def level(self) -> str:
+        """``MUST``, ``SHOULD`` or ``MAY``: the level of the statement's first RFC 2119 keyword
+        (MUST / MUST NOT / SHALL / SHALL NOT / REQUIRED are MUST; SHOULD / SHOULD NOT / RECOMMENDED
+        are SHOULD; MAY / OPTIONAL are MAY). A SHOULD or MAY behaviour that fails is reported as a
+        ``warning`` (:mod:`.outcomes`), never as non-conformant."""
+        return LEVEL_OF_KEYWORD[self.keyword]
+
     def as_dict(self) -> dict[str, Any]:
         """The catalog entry (``serial`` / ``slow`` only when set)."""
         entry: dict[str, Any] = {
             "id": self.id,
             "profile": self.profile.name,
             "feature": self.feature.value,
+            "level": self.level,
             "statement": self.statement,
             "spec": self.spec,
         }

@@ -9,8 +9,9 @@ Content-Security-Policy that forbids any fetch), readable from ``file://`` witho
 
 :func:`render` is data in, HTML out (Jinja2, autoescaped, ``templates/report.html.j2``); it looks
 at the disk only to link evidence files that exist. :func:`write` puts the page beside the
-reports. Two kinds of key outside the report schema are shown when present (a spec map is to add
-them): ``coverage``, top level or per profile, and ``level`` (MUST/SHOULD) per test.
+reports. A report's ``coverage`` block (how much of the spec map the suite asserts) is shown in
+the run's facts and per profile; each behaviour's level (MUST, SHOULD, MAY) in its own column, and
+``warning`` (a SHOULD or MAY that did not hold: it does not fail a profile) as its own outcome.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from markupsafe import Markup, escape
 from .evidence import directory_name
 from .exit_codes import MEANINGS
 from .report import PAGE_NAME, Report, ReportError, _atomic_write, _validated
+from .specmap import percent_text
 
 INDEX_NAME: Final = PAGE_NAME
 TEMPLATE: Final = "report.html.j2"
@@ -44,6 +46,7 @@ SCRIPT_TEMPLATE: Final = "filter.js.j2"
 #: Outcomes in the order the page lists them, each with a symbol so colour is never the only cue.
 OUTCOMES: Final = {
     "passed": "\u2714",  # heavy check mark
+    "warning": "\u26a0",  # warning sign
     "non-conformant": "\u2718",  # heavy ballot x
     "error": "!",
     "not-supported": "\u2205",  # empty set
@@ -52,6 +55,7 @@ OUTCOMES: Final = {
 #: Count keys as :func:`.outcomes.profile_verdict` writes them, with their column headings.
 COUNT_COLUMNS: Final = (
     ("passed", "passed"),
+    ("warning", "warning"),
     ("non-conformant", "non-conformant"),
     ("error", "error"),
     ("not-supported", "not supported"),
@@ -71,8 +75,6 @@ RECORDS: Final = ("conformance-report.yaml", "conformance-report.json", "junit.x
 #: A failure message longer than this (characters or lines) is collapsed behind its first line.
 LONG_MESSAGE_CHARS: Final = 400
 LONG_MESSAGE_LINES: Final = 6
-#: Keys the page reads although the report schema does not (yet) define them.
-_EXTENSION_KEYS: Final = {"top": ("coverage",), "profiles": ("coverage",), "tests": ("level",)}
 _RFC2119 = re.compile(r"\b(MUST NOT|MUST|SHALL NOT|SHALL|SHOULD NOT|SHOULD|REQUIRED|RECOMMENDED|MAY|OPTIONAL)\b")
 
 
@@ -136,6 +138,7 @@ class Page:
     has_coverage: bool
     rows: list[Row]
     has_level: bool
+    warnings: int
     outcome_totals: list[tuple[str, str, int]]
     preflight: list[dict[str, Any]]
     cluster: list[tuple[str, str]]
@@ -203,35 +206,19 @@ def _with_script(page: Page, script: str) -> Page:
 
 
 def _normalized(report: dict[str, Any] | Report) -> dict[str, Any]:
-    """The report's data with every default filled in, plus the extension keys it carried."""
+    """The report's data with every default filled in."""
     if isinstance(report, Report):
         return report.as_data()
     if not isinstance(report, Mapping):
         raise ReportError(f"report: expected a mapping or a Report, got {type(report).__name__}")
-    raw = copy.deepcopy(dict(report))
-    extras: dict[str, Any] = {key: raw.pop(key) for key in _EXTENSION_KEYS["top"] if key in raw}
-    section_extras: dict[str, list[dict[str, Any]]] = {}
-    for section in ("profiles", "tests"):
-        items = raw.get(section)
-        if isinstance(items, list):
-            keys = _EXTENSION_KEYS[section]
-            section_extras[section] = [
-                {k: item.pop(k) for k in keys if k in item} if isinstance(item, dict) else {} for item in items
-            ]
-    data = _validated(raw, "report").as_data()
-    data.update(extras)
-    for section, per_item in section_extras.items():
-        for item, extra in zip(data[section], per_item, strict=True):
-            item.update(extra)
-    return data
+    return _validated(copy.deepcopy(dict(report)), "report").as_data()
 
 
 def _page(data: dict[str, Any], report_dir: Path) -> Page:
     run, suite, impl = data["run"], data["suite"], data["implementation"]
     verdict = str(data["verdict"])
     exit_code = data.get("exitCode")
-    profiles = [p["profile"] for p in data["profiles"]]
-    overall_coverage, profile_coverage = coverage_of(data.get("coverage"), profiles)
+    overall_coverage, profile_coverage = coverage_of(data.get("coverage"))
     profile_rows = [_profile_row(p, profile_coverage) for p in data["profiles"]]
     rows = [_row(t, report_dir) for t in data["tests"]]
     totals = {name: 0 for name in OUTCOMES}
@@ -284,6 +271,7 @@ def _page(data: dict[str, Any], report_dir: Path) -> Page:
         has_coverage=any(p.coverage is not None for p in profile_rows),
         rows=rows,
         has_level=any(r.level for r in rows),
+        warnings=totals.get("warning", 0),
         outcome_totals=[(name, OUTCOMES.get(name, ""), n) for name, n in totals.items()],
         preflight=list(data["preflight"]),
         cluster=_cluster(data["cluster"]),
@@ -307,12 +295,11 @@ def _page(data: dict[str, Any], report_dir: Path) -> Page:
 
 
 def _profile_row(p: dict[str, Any], coverage: dict[str, str]) -> ProfileRow:
-    own = coverage_text(p.get("coverage"))
     return ProfileRow(
         name=p["profile"],
         verdict=p["verdict"],
         counts=[(key, int(p["counts"].get(key, 0))) for key, _ in COUNT_COLUMNS],
-        coverage=own if own is not None else coverage.get(p["profile"]),
+        coverage=coverage.get(p["profile"]),
         message=p["message"],
         unsupported_required=list(p["unsupportedRequired"]),
         unsupported_optional=list(p["unsupportedOptional"]),
@@ -441,44 +428,40 @@ def spec_link(spec: str) -> Link | str:
     return spec
 
 
-def coverage_text(value: Any) -> str | None:
-    """A coverage figure as text: a fraction (0..1) or percentage (>1..100) as ``85%``, a mapping
-    ``{covered, total}`` as ``17/20 (85%)``, ``{percent}`` as ``85%``, text as is; None if absent."""
-    if value is None:
+def coverage_text(figures: Mapping[str, Any], level: str) -> str | None:
+    """One level's figures as ``MUST 17/20 asserted (85.0%)``; None when it has no statement."""
+    total, asserted = int(figures.get("total") or 0), int(figures.get("asserted") or 0)
+    if not total:
         return None
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, int | float):
-        return _percent(float(value) if value <= 1 else float(value) / 100)
-    if isinstance(value, Mapping):
-        covered, total = value.get("covered"), value.get("total")
-        if isinstance(covered, int | float) and isinstance(total, int | float) and not isinstance(covered, bool):
-            ratio = f" ({_percent(covered / total)})" if total else ""
-            return f"{plain(covered)}/{plain(total)}{ratio}"
-        for key in ("percent", "percentage"):
-            if isinstance(value.get(key), int | float):
-                return _percent(float(value[key]) / 100)
-        for key in ("ratio", "fraction"):
-            if isinstance(value.get(key), int | float):
-                return _percent(float(value[key]))
-        return plain(value)
-    return plain(value)
+    return f"{level} {asserted}/{total} asserted ({percent_text(100.0 * asserted / total)})"
 
 
-def coverage_of(value: Any, profiles: list[str]) -> tuple[str | None, dict[str, str]]:
-    """Top-level ``coverage``: the overall figure and per-profile figures. A mapping keyed by
-    profile names gives the profiles theirs (``overall`` or ``total`` the run's); anything else
-    is the run's figure."""
-    if isinstance(value, Mapping) and any(name in value for name in profiles):
-        per_profile = {name: text for name in profiles if (text := coverage_text(value.get(name))) is not None}
-        overall = next((coverage_text(value[k]) for k in ("overall", "total") if k in value), None)
-        return overall, per_profile
-    return coverage_text(value), {}
+def levels_text(entry: Mapping[str, Any]) -> str:
+    """``MUST 17/20 asserted (85.0%), 2 gaps; SHOULD 1/2 asserted (50.0%)``, or ``no statements``."""
+    parts = []
+    for key, level in (("must", "MUST"), ("should", "SHOULD")):
+        figures = entry.get(key) or {}
+        text = coverage_text(figures, level)
+        if text is not None:
+            gaps = int(figures.get("gaps") or 0)
+            parts.append(text + (f", {gaps} {'gap' if gaps == 1 else 'gaps'}" if gaps else ""))
+    return "; ".join(parts) or "no statements"
 
 
-def _percent(fraction: float) -> str:
-    pct = fraction * 100
-    return f"{pct:.0f}%" if pct == round(pct) else f"{pct:.1f}%"
+def coverage_of(block: Mapping[str, Any] | None) -> tuple[str | None, dict[str, str]]:
+    """The report's ``coverage`` block as the run's figure (with the spec map it was measured
+    against) and each listed profile's; ``(None, {})`` without one."""
+    if not block:
+        return None, {}
+    spec_map = block.get("specMap") or {}
+    digest = str(spec_map.get("digest", ""))
+    overall = (
+        f"{levels_text(block.get('overall') or {})} of the {block.get('scope', '')} statements "
+        f"(spec map {spec_map.get('file', '')} {digest[:19]}{'...' if len(digest) > 19 else ''}, "
+        f"{spec_map.get('statements', 0)} statements)"
+    )
+    per_profile = {str(p["profile"]): levels_text(p) for p in block.get("profiles") or [] if "profile" in p}
+    return overall, per_profile
 
 
 def plain(value: Any) -> str:

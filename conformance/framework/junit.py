@@ -2,8 +2,11 @@
 
 Written from the merged report (not per pytest pass), so it holds every behaviour of the run
 exactly once, with the suite's outcomes mapped onto JUnit's: non-conformant is a ``failure``,
-error an ``error``, not-supported and skipped-by-user a ``skipped`` carrying the reason. Each
-test case carries its behaviour id, feature, profile and spec reference as properties.
+error an ``error``, not-supported and skipped-by-user a ``skipped`` carrying the reason. JUnit has
+no warning: a ``warning`` (a SHOULD or MAY behaviour that did not hold) is a passed test case, as
+it does not fail the run, with its ``outcome`` property ``warning`` and the finding in its
+``system-out`` (pytest's own convention for passed tests with something to say). Each test case
+carries its behaviour id, feature, profile, level and spec reference as properties.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ def render(report: dict[str, Any]) -> str:
                 time=f"{float(c.get('durationSeconds') or 0):.3f}",
             )  # fmt: skip
             props = ET.SubElement(case, "properties")
-            for key in ("id", "feature", "profile", "spec", "outcome", "evidence"):
+            for key in ("id", "feature", "profile", "level", "spec", "outcome", "evidence"):
                 if c.get(key):
                     ET.SubElement(props, "property", name=key, value=str(c[key]))
             message = str(c.get("message") or "")
@@ -54,6 +57,9 @@ def render(report: dict[str, Any]) -> str:
                 ET.SubElement(case, "error", message=message[:500], type="Inconclusive").text = message
             elif c["outcome"] in ("not-supported", "skipped-by-user"):
                 ET.SubElement(case, "skipped", message=f"{c['outcome']}: {message}"[:500])
+            elif c["outcome"] == "warning":
+                level = c.get("level") or "SHOULD"
+                ET.SubElement(case, "system-out").text = f"warning: {level} not met (does not fail the run): {message}"
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 

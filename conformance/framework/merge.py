@@ -15,12 +15,13 @@ A CI fleet runs the suite as ``--shard 1/N`` ... ``--shard N/N``, each shard on 
   shard's (a note says so) and every shard's cluster, preflight, run id, times, verdict and exit
   code are in ``run.shards``; ``preflight`` has one entry per check with the worst result and
   every shard's message; an error, interruption or note of a shard is kept, naming the shard;
-  accelerator warnings are the union.
+  accelerator warnings are the union; the spec map's ``coverage`` is the shards' (one spec map).
 
 It refuses (:class:`MergeError`, every problem named) reports that are not shard reports, come
 from different suites (digests), cover different selections or implementations (mixed
 implementations), disagree on the number of shards or the accelerator capability files, repeat a
-shard, leave a shard out (``shard 3/4 is missing``), or both ran one behaviour (overlap).
+shard, leave a shard out (``shard 3/4 is missing``), both ran one behaviour (overlap), or carry the
+coverage of different spec maps (digests).
 """
 
 from __future__ import annotations
@@ -31,11 +32,10 @@ from typing import Any
 
 from .exit_codes import EXIT_CLUSTER, EXIT_INTERRUPTED, EXIT_NONCONFORMANT, EXIT_OK
 from .features import PROFILES
-from .outcomes import Outcome, TestResult, Verdict, overall_verdict, profile_verdict
+from .outcomes import RAN, Outcome, TestResult, Verdict, overall_verdict, profile_verdict
 from .report import Report, ShardRecord
 from .support import Support, SupportFileError
 
-_RAN = (Outcome.PASSED, Outcome.NON_CONFORMANT, Outcome.ERROR)
 _PREFLIGHT_RANK = ["missing", "skipped", "ok"]  # worst first
 # What identifies the implementation under test (its log path and declaration file differ per machine).
 _IMPLEMENTATION_KEYS = ("name", "version", "supportedFeatures", "deployedBy", "faults")
@@ -168,6 +168,9 @@ def merge(shards: Sequence[ShardReport], *, run_id: str, command: list[str]) -> 
         "notes": notes,
         "exitCode": exit_code,
         "accelerators": _accelerators(ordered),
+        "coverage": next(
+            (s.report.coverage.model_dump(mode="json", by_alias=True) for s in ordered if s.report.coverage), None
+        ),
     }
     return Report.model_validate(data)
 
@@ -238,11 +241,18 @@ def _checked(shards: Sequence[ShardReport]) -> list[ShardReport]:
                 "(accelerators.capabilities differ)"
             )
 
+    maps = {s.report.coverage.spec_map.digest for s in shards if s.report.coverage is not None}
+    if len(maps) > 1:
+        problems.append(
+            "the reports measured coverage against different spec maps (coverage.specMap.digest differs): "
+            + "; ".join(f"{s.source}: {s.report.coverage.spec_map.digest}" for s in shards if s.report.coverage)
+        )
+
     ran: dict[str, list[ShardReport]] = {}
     for s in shards:
         assigned = set(_shard(s).behaviours)
         for t in s.report.tests:
-            if t.id in assigned or t.outcome in _RAN:
+            if t.id in assigned or t.outcome in RAN:
                 ran.setdefault(t.id, []).append(s)
         for id_ in sorted(assigned - {t.id for t in s.report.tests}):
             ran.setdefault(id_, []).append(s)

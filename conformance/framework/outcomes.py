@@ -2,7 +2,10 @@
 
 Pure rules, kept apart from pytest so they can be read, tested and re-run by ``verify`` on a
 report. The guiding principle: **a skip is never a pass**, and an inconclusive test is never
-counted as a failure of the implementation.
+counted as a failure of the implementation. A behaviour's level (its statement's first RFC 2119
+keyword, :attr:`.catalog.Behaviour.level`) decides what its failure means: a MUST that does not
+hold is non-conformance; a SHOULD or MAY that does not hold is a ``warning``, reported and
+counted, but never failing a profile.
 
 One test (:func:`classify` per pytest phase, :func:`combine` over the phases):
 
@@ -10,7 +13,8 @@ One test (:func:`classify` per pytest phase, :func:`combine` over the phases):
 what happened                                               outcome
 ==========================================================  ==================
 failed in ``call`` with an AssertionError (``assert``,      ``non-conformant``
-:class:`NonConformant`, ``WaitTimeout``)
+:class:`NonConformant`, ``WaitTimeout``), level MUST
+the same, level SHOULD or MAY                               ``warning``
 failed with :class:`Inconclusive`, any other exception,     ``error``
 or in ``setup`` / ``teardown``
 skipped, reason ``not-supported: ...``                      ``not-supported``
@@ -19,8 +23,9 @@ skipped for any other reason                                ``error``
 none of the above                                           ``passed``
 ==========================================================  ==================
 
-Over the phases the worst wins: non-conformant > error > not-supported > skipped-by-user > passed
-(so a teardown error after a non-conformant call stays non-conformant).
+Over the phases the worst wins: non-conformant > error > warning > not-supported >
+skipped-by-user > passed (so a teardown error after a non-conformant call stays non-conformant,
+and one after a warning makes the test an error: the profile is partial, the message keeps both).
 
 One profile (:func:`profile_verdict`), first matching row:
 
@@ -29,8 +34,9 @@ the profile's tests and the implementation's support        verdict
 ==========================================================  ===========
 a test non-conformant, or a required feature not supported  ``failure``
 a test errored or was skipped by the user                   ``partial``
-no test passed                                              ``not-run``
-otherwise (unsupported *optional* features are listed only) ``success``
+no test passed or warned                                    ``not-run``
+otherwise (unsupported *optional* features are listed only, ``success``
+warnings are counted and listed)
 ==========================================================  ===========
 
 The run (:func:`overall_verdict`): ``error`` if the preflight failed or the run was interrupted
@@ -54,6 +60,7 @@ SKIPPED_BY_USER_PREFIX = "skipped-by-user:"
 class Outcome(StrEnum):
     PASSED = "passed"
     NON_CONFORMANT = "non-conformant"
+    WARNING = "warning"  # a SHOULD or MAY behaviour that does not hold: reported, never failing
     ERROR = "error"
     NOT_SUPPORTED = "not-supported"
     SKIPPED_BY_USER = "skipped-by-user"
@@ -76,7 +83,14 @@ class Inconclusive(Exception):
 
 
 # Worst first.
-_OUTCOME_RANK = [Outcome.NON_CONFORMANT, Outcome.ERROR, Outcome.NOT_SUPPORTED, Outcome.SKIPPED_BY_USER, Outcome.PASSED]
+_OUTCOME_RANK = [
+    Outcome.NON_CONFORMANT, Outcome.ERROR, Outcome.WARNING, Outcome.NOT_SUPPORTED, Outcome.SKIPPED_BY_USER,
+    Outcome.PASSED,
+]  # fmt: skip
+# The levels whose failure is a warning (see the module docstring).
+WARNING_LEVELS = frozenset({"SHOULD", "MAY"})
+# Outcomes of tests that ran to a decision or could not decide (not skipped).
+RAN = frozenset({Outcome.PASSED, Outcome.NON_CONFORMANT, Outcome.WARNING, Outcome.ERROR})
 _VERDICT_RANK = [Verdict.FAILURE, Verdict.ERROR, Verdict.PARTIAL, Verdict.NOT_RUN, Verdict.SUCCESS]
 
 
@@ -91,18 +105,27 @@ def skipped_by_user(reason: str) -> str:
 
 
 def classify(
-    when: str, failed: bool, skipped: bool, exc: BaseException | type | None, skip_reason: str = ""
+    when: str,
+    failed: bool,
+    skipped: bool,
+    exc: BaseException | type | None,
+    skip_reason: str = "",
+    level: str = "MUST",
 ) -> Outcome:
     """The outcome of one pytest phase (``when`` is ``setup``, ``call`` or ``teardown``).
 
     ``exc`` is the exception (or its type) the phase raised, if any. ``skip_reason`` may carry
-    pytest's ``"Skipped: "`` prefix. See the module docstring for the table.
+    pytest's ``"Skipped: "`` prefix. ``level`` is the behaviour's (``MUST``, ``SHOULD``, ``MAY``):
+    what would be non-conformant for a MUST is a ``warning`` for the others. See the module
+    docstring for the table.
     """
     if failed:
         kind = exc if isinstance(exc, type) else type(exc) if exc is not None else None
         if when != "call" or kind is None or issubclass(kind, Inconclusive):
             return Outcome.ERROR
-        return Outcome.NON_CONFORMANT if issubclass(kind, AssertionError) else Outcome.ERROR
+        if not issubclass(kind, AssertionError):
+            return Outcome.ERROR
+        return Outcome.WARNING if level in WARNING_LEVELS else Outcome.NON_CONFORMANT
     if skipped:
         reason = skip_reason.strip().removeprefix("Skipped:").strip()
         if reason.startswith(NOT_SUPPORTED_PREFIX):
@@ -135,6 +158,7 @@ class TestResult:
     statement: str = ""
     spec: str = ""
     evidence: str | None = None
+    level: str | None = None  # the behaviour's MUST / SHOULD / MAY (None: not recorded, older reports)
 
     @property
     def profile(self) -> str:
@@ -146,6 +170,7 @@ class TestResult:
             "nodeid": self.nodeid,
             "feature": self.feature.value,
             "profile": self.profile,
+            "level": self.level,
             "outcome": self.outcome.value,
             "durationSeconds": self.duration,
             "message": self.message,
@@ -168,6 +193,7 @@ class TestResult:
             statement=str(data.get("statement", "")),
             spec=str(data.get("spec", "")),
             evidence=data.get("evidence"),
+            level=str(data["level"]) if data.get("level") is not None else None,
         )
 
 
@@ -185,6 +211,7 @@ class ProfileResult:
     message: str
     skipped_by_user: list[str] = field(default_factory=list)
     unsupported_optional: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -192,6 +219,7 @@ class ProfileResult:
             "verdict": self.verdict.value,
             "counts": dict(self.counts),
             "nonConformant": list(self.non_conformant),
+            "warnings": list(self.warnings),
             "errors": list(self.errors),
             "notSupported": list(self.not_supported),
             "skippedByUser": list(self.skipped_by_user),
@@ -213,6 +241,7 @@ class ProfileResult:
             message=str(data.get("message", "")),
             skipped_by_user=list(data.get("skippedByUser", [])),
             unsupported_optional=list(data.get("unsupportedOptional", [])),
+            warnings=list(data.get("warnings", [])),
         )
 
 
@@ -224,9 +253,11 @@ def profile_verdict(profile: Profile, results: list[TestResult], support: Suppor
     - ``failure``: a test is non-conformant, or a required feature of the profile is not
       supported by the implementation;
     - ``partial``: a test errored or was skipped by the user;
-    - ``not-run``: no test passed (nothing ran, or everything was not-supported);
+    - ``not-run``: no test passed or warned (nothing ran, or everything was not-supported);
     - ``success``: otherwise. Optional features the implementation does not support do not lower
-      the verdict; they are listed in ``unsupported_optional``.
+      the verdict; they are listed in ``unsupported_optional``. Warnings (SHOULD or MAY
+      behaviours that did not hold) never lower it either: they are counted and listed in
+      ``warnings``.
 
     The per-profile verdict is never ``error``: errors make it ``partial``.
     """
@@ -252,14 +283,20 @@ def profile_verdict(profile: Profile, results: list[TestResult], support: Suppor
         if by[Outcome.SKIPPED_BY_USER]:
             reasons.append(f"{_tests(by[Outcome.SKIPPED_BY_USER])} skipped by the user")
         message = f"{profile.name} is partial: {counts['passed']} passed but " + " and ".join(reasons) + "."
-    elif not by[Outcome.PASSED]:
+    elif not by[Outcome.PASSED] and not by[Outcome.WARNING]:
         verdict = Verdict.NOT_RUN
         detail = f"{len(by[Outcome.NOT_SUPPORTED])} not supported" if mine else "none ran"
         message = f"{profile.name} was not run: no test passed ({detail})."
     else:
         verdict = Verdict.SUCCESS
         extra = f"; optional {_plural(optional, 'feature')} not supported, not tested" if optional else ""
-        message = f"{profile.name} succeeds: all {counts['passed']} tests that ran passed{extra}."
+        if by[Outcome.WARNING]:
+            message = (
+                f"{profile.name} succeeds: {counts['passed']} passed and {_tests(by[Outcome.WARNING])} "
+                f"warned (SHOULD/MAY not met; warnings do not fail a profile){extra}."
+            )
+        else:
+            message = f"{profile.name} succeeds: all {counts['passed']} tests that ran passed{extra}."
     return ProfileResult(
         profile=profile.name,
         verdict=verdict,
@@ -271,6 +308,7 @@ def profile_verdict(profile: Profile, results: list[TestResult], support: Suppor
         message=message,
         skipped_by_user=by[Outcome.SKIPPED_BY_USER],
         unsupported_optional=optional,
+        warnings=by[Outcome.WARNING],
     )
 
 

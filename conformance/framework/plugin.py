@@ -4,9 +4,10 @@ It connects to the cluster given (any kubeconfig and context), decides per test 
 (selection, ``--shard``, pass) or is reported not-supported (the implementation's declared
 features), gives every test a fresh namespace, a per-test User-Agent, documented waits and a
 ModelServing handle, collects evidence on failure before cleanup, classifies every outcome
-(passed, non-conformant, error, not-supported) in the process that ran it, and writes one results
-file per pass from the controlling process (xdist workers included). :mod:`conformance.run`
-merges the passes into the report; the plugin also works on its own with plain pytest.
+(passed, non-conformant, warning for a SHOULD or MAY behaviour that does not hold, error,
+not-supported) in the process that ran it, and writes one results file per pass from the
+controlling process (xdist workers included). :mod:`conformance.run` merges the passes into the
+report; the plugin also works on its own with plain pytest.
 """
 
 from __future__ import annotations
@@ -163,7 +164,8 @@ def pytest_runtest_makereport(
     if report.skipped and isinstance(report.longrepr, tuple):
         skip_reason = str(report.longrepr[2])
     exc = call.excinfo.value if call.excinfo is not None else None
-    outcome = classify(report.when, report.failed, report.skipped, exc, skip_reason)
+    b = behaviour_of(item)
+    outcome = classify(report.when, report.failed, report.skipped, exc, skip_reason, b.level if b else "MUST")
     report.user_properties.append((f"outcome:{report.when}", outcome.value))
     if report.failed and exc is not None:
         report.user_properties.append((f"message:{report.when}", _message(exc)))
@@ -280,6 +282,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 statement=b.statement,
                 spec=b.spec,
                 evidence=entry.get("evidence"),
+                level=b.level,
             ).as_dict()
         )
     state.results_file.parent.mkdir(parents=True, exist_ok=True)
@@ -377,7 +380,7 @@ def ms(kube: Any, ns: str, suite: SuiteState, request: pytest.FixtureRequest) ->
     """The test's handle on ModelServings in its namespace (see :mod:`.modelserving`)."""
     from .modelserving import ModelServings
 
-    handle = ModelServings(kube, ns, suite.timeouts, suite.run_id)
+    handle = ModelServings(kube, ns, suite.timeouts, suite.run_id, suite.support.pod_labels)
     handle.created = request.node.stash[_CREATED]  # the namespace fixture cleans up what is created
     return handle
 
@@ -405,10 +408,13 @@ def faults(suite: SuiteState) -> Any:
 
 @pytest.fixture
 def manifest() -> Any:
-    """``manifest("name")``: a fresh copy of ``conformance/suites/manifests/<name>.yaml``."""
+    """``manifest("name")``: a fresh copy of ``conformance/suites/manifests/<name>.yaml`` (a
+    :class:`~.modelserving.Manifest`: a dict that remembers its file for failure messages)."""
     import copy
 
     import yaml
+
+    from .modelserving import Manifest
 
     root = Path(__file__).resolve().parent.parent / "suites" / "manifests"
     cache: dict[str, Any] = {}
@@ -416,7 +422,7 @@ def manifest() -> Any:
     def load(name: str) -> dict[str, Any]:
         if name not in cache:
             cache[name] = yaml.safe_load((root / f"{name}.yaml").read_text())
-        return dict(copy.deepcopy(cache[name]))
+        return Manifest(copy.deepcopy(cache[name]), source=f"conformance/suites/manifests/{name}.yaml")
 
     return load
 

@@ -12,9 +12,16 @@ Top level (camelCase on disk): ``schemaVersion``, ``kind``, ``suite`` {name, ver
 selection {profiles, features, ids}, keep, timeouts, shard {index, total, behaviours} of a sharded
 run, shards [{index, total, runId, cluster, preflight, ...}] of a merged report}, ``implementation``
 (``Support.as_report()`` plus deployedBy/log), ``cluster``, ``preflight`` [{name, result, message}], ``profiles``,
-``tests``, ``verdict``, ``error`` {message, hint}, ``notes``, ``exitCode``, and ``accelerators``
+``tests``, ``verdict``, ``error`` {message, hint}, ``notes``, ``exitCode``, ``accelerators``
 {capabilities [{file, sha256, vendor, driver, driverVersion, deviceClasses}], fakeDevices, faults,
-warnings} when the Accelerators profile had capability files.
+warnings} when the Accelerators profile had capability files, and ``coverage`` {specMap {file,
+digest, statements}, scope, overall {must, should}, profiles [{profile, must, should}]} with each
+figure {total, asserted, explained, gaps}: how much of the spec map (:mod:`.specmap`) the suite
+asserts, for the profiles the run judged (optional: absent in older reports or when the spec map
+could not be read).
+
+A test's ``level`` is its behaviour's (MUST, SHOULD, MAY); ``warning``, the outcome of a SHOULD or
+MAY behaviour that did not hold, is only ever on a SHOULD or MAY behaviour (``verify`` checks).
 """
 
 from __future__ import annotations
@@ -35,7 +42,16 @@ from pydantic.alias_generators import to_camel
 
 from .catalog import Behaviour, collect
 from .features import PROFILES, SelectionError, get_profile, profile_of
-from .outcomes import Outcome, ProfileResult, TestResult, Verdict, overall_verdict, profile_verdict
+from .outcomes import (
+    RAN,
+    WARNING_LEVELS,
+    Outcome,
+    ProfileResult,
+    TestResult,
+    Verdict,
+    overall_verdict,
+    profile_verdict,
+)
 from .support import DocumentError, Support, SupportFileError, load_yaml, validation_problems
 
 SCHEMA_VERSION: Final = "conformance.kthena.io/report/v1"
@@ -140,6 +156,7 @@ class ProfileEntry(_Model):
     verdict: Verdict
     counts: dict[str, int]
     non_conformant: list[str]
+    warnings: list[str] = Field(default_factory=list)  # optional: older reports have none
     errors: list[str]
     not_supported: list[str]
     skipped_by_user: list[str] = Field(default_factory=list)
@@ -157,6 +174,7 @@ class TestEntry(_Model):
     nodeid: str
     feature: str
     profile: str
+    level: Literal["MUST", "SHOULD", "MAY"] | None = None  # optional: older reports have none
     outcome: Outcome
     duration_seconds: float
     message: str = ""
@@ -189,6 +207,39 @@ class AcceleratorsInfo(_Model):
     warnings: list[str] = Field(default_factory=list)
 
 
+class CoverageFigures(_Model):
+    """One level's in-scope statements: ``total = asserted + explained + gaps``."""
+
+    total: int = Field(ge=0)
+    asserted: int = Field(ge=0)
+    explained: int = Field(ge=0)
+    gaps: int = Field(ge=0)
+
+
+class LevelCoverage(_Model):
+    must: CoverageFigures
+    should: CoverageFigures
+
+
+class ProfileCoverage(LevelCoverage):
+    profile: str
+
+
+class SpecMapInfo(_Model):
+    file: str
+    digest: str
+    statements: int = Field(ge=0)
+
+
+class CoverageInfo(_Model):
+    """How much of the spec map the suite asserts (:mod:`.specmap`), overall and per judged profile."""
+
+    spec_map: SpecMapInfo
+    scope: str
+    overall: LevelCoverage
+    profiles: list[ProfileCoverage] = Field(default_factory=list)
+
+
 class Report(_Model):
     schema_version: Literal["conformance.kthena.io/report/v1"] = SCHEMA_VERSION
     kind: Literal["ConformanceReport"] = KIND
@@ -204,6 +255,7 @@ class Report(_Model):
     notes: list[str] = Field(default_factory=list)
     exit_code: int | None = None
     accelerators: AcceleratorsInfo | None = None
+    coverage: CoverageInfo | None = None
 
     def as_data(self) -> dict[str, Any]:
         """Plain JSON-compatible data, camelCase keys: exactly what both files hold."""
@@ -342,6 +394,7 @@ def verify(path: Path, *, digest: str | None = None, catalog: Iterable[Behaviour
         _profile_problems(report, results, support, problems)
 
     _accelerator_problems(report, problems)
+    _coverage_problems(report, problems)
     preflight_ok = all(c.result != "missing" for c in report.preflight)
     complete = report.error is None and preflight_ok and not report.run.interrupted
     if complete and report.run.selection.everything:
@@ -379,8 +432,8 @@ def _test_problems(report: Report, behaviours: dict[str, Behaviour], problems: l
                 f"test {t.id!r} is reported under profile {t.profile!r} but its feature {t.feature} belongs to "
                 f"{result.profile}"
             )
+        declared = behaviours.get(t.id)
         if behaviours:
-            declared = behaviours.get(t.id)
             if declared is None:
                 problems.append(f"test {t.id!r} is not in the behaviour catalog")
             elif declared.feature is not result.feature:
@@ -388,7 +441,25 @@ def _test_problems(report: Report, behaviours: dict[str, Behaviour], problems: l
                     f"test {t.id!r} is reported under feature {t.feature} but the catalog declares "
                     f"{declared.feature.value}"
                 )
+        _level_problems(t, declared, problems)
     return results
+
+
+def _level_problems(t: TestEntry, declared: Behaviour | None, problems: list[str]) -> None:
+    """A warning only ever on a SHOULD or MAY behaviour, non-conformance only on a MUST one (the
+    catalog's level decides; without the behaviour in the catalog, the level the report records)."""
+    if declared is not None and t.level is not None and t.level != declared.level:
+        problems.append(f"test {t.id!r} is reported at level {t.level} but the catalog's statement is {declared.level}")
+    level = declared.level if declared is not None else t.level
+    if t.outcome is Outcome.WARNING and level not in WARNING_LEVELS:
+        problems.append(
+            f"test {t.id!r} is a warning but its level is {level or 'not recorded'}: only a SHOULD or MAY behaviour "
+            "may warn (a MUST that does not hold is non-conformant)"
+        )
+    if t.outcome is Outcome.NON_CONFORMANT and level in WARNING_LEVELS:
+        problems.append(
+            f"test {t.id!r} is non-conformant but its level is {level}: a SHOULD or MAY that does not hold is a warning"
+        )
 
 
 def _profile_problems(report: Report, results: list[TestResult], support: Support, problems: list[str]) -> None:
@@ -403,7 +474,7 @@ def _profile_problems(report: Report, results: list[TestResult], support: Suppor
             problems.append(f"profile {name!r} is not a profile of this suite (known: {', '.join(PROFILES)})")
             continue
         expected = profile_verdict(PROFILES[name], results, support)
-        if entry.counts != expected.counts:
+        if _nonzero(entry.counts) != _nonzero(expected.counts):  # an older report has no "warning": 0
             problems.append(
                 f"profile {name}: counts {entry.counts} do not match its tests, which give {expected.counts}"
             )
@@ -413,11 +484,11 @@ def _profile_problems(report: Report, results: list[TestResult], support: Suppor
                 f"tests and the implementation's declared support give ({expected.message})"
             )
         reported, recomputed = _as_result(entry).as_dict(), expected.as_dict()
-        for key in ("nonConformant", "errors", "notSupported", "skippedByUser", "unsupportedRequired"):
+        for key in ("nonConformant", "warnings", "errors", "notSupported", "skippedByUser", "unsupportedRequired"):
             if sorted(reported[key]) != sorted(recomputed[key]):
                 problems.append(f"profile {name}: {key} lists {reported[key]} but its tests give {recomputed[key]}")
     # Tests the user deselected (or that were not supported) need no verdict; tests that ran do.
-    judged = {r.profile for r in results if r.outcome in (Outcome.PASSED, Outcome.NON_CONFORMANT, Outcome.ERROR)}
+    judged = {r.profile for r in results if r.outcome in RAN}
     for profile in sorted(judged - seen, key=list(PROFILES).index):
         problems.append(f"the report has tests of profile {profile} that ran but no result for that profile")
 
@@ -452,16 +523,42 @@ def _completeness_problems(report: Report, behaviours: dict[str, Behaviour], pro
 def _accelerator_problems(report: Report, problems: list[str]) -> None:
     """A certification names what it certified: Accelerators tests that ran need the driver(s)
     and capability file(s) in the report."""
-    ran = [
-        t.id
-        for t in report.tests
-        if t.profile == "Accelerators" and t.outcome in (Outcome.PASSED, Outcome.NON_CONFORMANT, Outcome.ERROR)
-    ]
+    ran = [t.id for t in report.tests if t.profile == "Accelerators" and t.outcome in RAN]
     if ran and (report.accelerators is None or not report.accelerators.capabilities):
         problems.append(
             f"{len(ran)} Accelerators test(s) ran but the report names no driver and capability file "
             "(accelerators.capabilities)"
         )
+
+
+def _coverage_problems(report: Report, problems: list[str]) -> None:
+    """The coverage block adds up: every figure's parts make its total, profiles are known, once."""
+    cov = report.coverage
+    if cov is None:
+        return
+    entries: list[tuple[str, LevelCoverage]] = [("overall", cov.overall)]
+    seen: set[str] = set()
+    for p in cov.profiles:
+        if p.profile not in PROFILES:
+            problems.append(f"coverage.profiles: {p.profile!r} is not a profile of this suite")
+        elif p.profile in seen:
+            problems.append(f"coverage.profiles: {p.profile} appears more than once")
+        seen.add(p.profile)
+        entries.append((p.profile, p))
+    for name, figures in entries:
+        for level, f in (("must", figures.must), ("should", figures.should)):
+            if f.asserted + f.explained + f.gaps != f.total:
+                problems.append(
+                    f"coverage {name} {level}: asserted {f.asserted} + explained {f.explained} + gaps {f.gaps} "
+                    f"is not the total {f.total}"
+                )
+            overall = getattr(cov.overall, level)
+            if name != "overall" and f.total > overall.total:
+                problems.append(f"coverage {name} {level}: {f.total} statements, more than overall's {overall.total}")
+
+
+def _nonzero(counts: dict[str, int]) -> dict[str, int]:
+    return {k: v for k, v in counts.items() if v}
 
 
 def _as_result(entry: ProfileEntry) -> ProfileResult:

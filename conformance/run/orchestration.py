@@ -17,8 +17,10 @@ The main job, end to end:
    (:mod:`.progress`);
 5. merge both passes with the catalog: every behaviour of the selected profiles appears in the
    report, as run or as skipped-by-user / not-supported / not run (interrupted); verdicts per
-   profile; the report (YAML + JSON), JUnit XML and allure results are written in every case,
-   including Ctrl-C, and this run's leftover namespaces are swept.
+   profile (a SHOULD or MAY behaviour that does not hold is a ``warning``, which never fails a
+   profile); the spec map's coverage of the judged profiles (:mod:`conformance.framework.specmap`);
+   the report (YAML + JSON), JUnit XML and allure results are written in every case, including
+   Ctrl-C, and this run's leftover namespaces are swept.
 
 With ``--shard I/N`` the run covers the I-th of N slices of the selection (see
 :mod:`conformance.framework.shard`): the other shards' behaviours are reported skipped-by-user,
@@ -422,11 +424,12 @@ def _assemble(
                     if data.get("error")
                     else "not run: its pass did not report it"
                 )
-            found = TestResult(b.id, "", b.feature, outcome, 0.0, message, b.statement, b.spec)
+            found = TestResult(b.id, "", b.feature, outcome, 0.0, message, b.statement, b.spec, level=b.level)
         tests.append(found)
     data["tests"] = [t.as_dict() for t in tests]
     results = [profile_verdict(p, [t for t in tests if t.feature in p.features], support) for p in profiles]
     data["profiles"] = [r.as_dict() for r in results]
+    _coverage(data, behaviours, [p.name for p in profiles])
     preflight_ok = all(c.get("result") != "missing" for c in data.get("preflight", []))
     # An error that stopped the run (a failed deployment, say) is the verdict, whatever the
     # profiles' unrun tests add up to: the report's error and its verdict must agree.
@@ -440,6 +443,20 @@ def _assemble(
             result.exit_code = EXIT_INTERRUPTED
         elif str(verdict) != "success":
             result.exit_code = EXIT_NONCONFORMANT
+
+
+def _coverage(data: dict[str, Any], behaviours: list[Any], profiles: list[str]) -> None:
+    """The report's ``coverage`` block: how much of the packaged spec map the suite asserts, for
+    the judged ``profiles``. A spec map that cannot be read costs only the block (a note says why)."""
+    from ..framework import specmap
+
+    try:
+        loaded = specmap.load(specmap.SPECMAP_PATH, catalog=behaviours)
+    except specmap.SpecMapError as exc:
+        more = f" (and {len(exc.problems) - 1} more problems)" if len(exc.problems) > 1 else ""
+        data["notes"].append(f"spec coverage not computed: {exc.problems[0]}{more}")
+        return
+    data["coverage"] = specmap.report_block(loaded, specmap.coverage(loaded.statements), profiles)
 
 
 def _sweep(info: ClusterInfo, run_id: str, options: RunOptions, data: dict[str, Any]) -> None:

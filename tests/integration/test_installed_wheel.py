@@ -49,6 +49,7 @@ PROFILE = "Accelerators"
 # Files `run` reads at run time; each must be in the installed distribution.
 SHIPPED = [
     "conformance/catalog.yaml",
+    "conformance/specmap.yaml",
     "conformance/suites/pytest.ini",
     "conformance/cluster/local/kwok-stages.yaml",
     "conformance/cluster/gomodules/controlplane/go.mod",
@@ -173,5 +174,6 @@ def test_the_installed_package_runs_the_suite_from_outside_the_checkout(venv: Pa
     assert all(i.startswith("accelerators/") for i in outcomes), outcomes
     assert {p["profile"]: p["verdict"] for p in data["profiles"]} == {PROFILE: "success"}
     assert data["verdict"] == "success" and data["exitCode"] == 0
+    assert data.get("coverage"), f"no spec coverage in the report (the spec map not shipped?): {data['notes']}"
     assert report.verify(work / "reports" / "conformance-report.json", digest=catalog.suite_digest()) == []
     _check([cli, "report", "verify", str(work / "reports" / "conformance-report.json")], cwd=work, env=env)

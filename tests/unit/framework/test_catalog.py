@@ -116,10 +116,34 @@ def test_profile_and_catalog_entry() -> None:
         "id": "dns/records/pod",
         "profile": "HeadlessServiceDNS",
         "feature": "DNSResolution",
+        "level": "MUST",
         "statement": STATEMENT,
         "spec": SPEC,
         "slow": True,
     }
+
+
+@pytest.mark.parametrize(
+    ("statement", "keyword", "level"),
+    [
+        pytest.param("Pods MUST exist.", "MUST", "MUST", id="must"),
+        pytest.param("Pods MUST NOT leak.", "MUST NOT", "MUST", id="must-not"),
+        pytest.param("Pods SHALL exist.", "SHALL", "MUST", id="shall"),
+        pytest.param("Pods SHALL NOT leak.", "SHALL NOT", "MUST", id="shall-not"),
+        pytest.param("An owner reference is REQUIRED.", "REQUIRED", "MUST", id="required"),
+        pytest.param("Refusals SHOULD use HTTP 429.", "SHOULD", "SHOULD", id="should"),
+        pytest.param("Status SHOULD NOT lag.", "SHOULD NOT", "SHOULD", id="should-not"),
+        pytest.param("HTTP 429 is RECOMMENDED.", "RECOMMENDED", "SHOULD", id="recommended"),
+        pytest.param("A controller MAY delay creation.", "MAY", "MAY", id="may"),
+        pytest.param("A message is OPTIONAL.", "OPTIONAL", "MAY", id="optional"),
+        pytest.param("Refusals SHOULD be 429 and MUST happen.", "SHOULD", "SHOULD", id="first-keyword-decides"),
+        pytest.param("It MAY retry, but it MUST NOT loop.", "MAY", "MAY", id="may-before-must"),
+    ],
+)
+def test_level_is_the_first_keywords(statement: str, keyword: str, level: str) -> None:
+    declared = b(statement=statement)
+    assert (declared.keyword, declared.level) == (keyword, level)
+    assert declared.as_dict()["level"] == level
 
 
 # -- the decorator -----------------------------------------------------------------------------------
@@ -286,6 +310,7 @@ def test_render_groups_by_profile_then_id() -> None:
         "id": "core/scale/up",
         "profile": "Core",
         "feature": "ScaleSubresource",
+        "level": "MUST",
         "statement": STATEMENT,
         "spec": SPEC,
         "serial": True,

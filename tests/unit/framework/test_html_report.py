@@ -24,6 +24,7 @@ from conformance.framework.html_report import (
     coverage_of,
     coverage_text,
     duration,
+    levels_text,
     plain,
     relative_href,
     render,
@@ -55,6 +56,18 @@ ACCELERATORS: dict[str, Any] = {
     "fakeDevices": True,
     "faults": [],
     "warnings": ["DeviceClass gpu-large.example.com (SHOULD) is missing"],
+}
+
+
+def figures(total: int, asserted: int, explained: int = 0) -> dict[str, int]:
+    return {"total": total, "asserted": asserted, "explained": explained, "gaps": total - asserted - explained}
+
+
+COVERAGE: dict[str, Any] = {
+    "specMap": {"file": "specmap.yaml", "digest": "sha256:" + "ef" * 32, "statements": 120},
+    "scope": "ModelServing",
+    "overall": {"must": figures(100, 96, 2), "should": figures(4, 2)},
+    "profiles": [{"profile": "Core", "must": figures(20, 17), "should": figures(2, 1, 1)}],
 }
 
 # (id, feature, outcome, message)
@@ -271,25 +284,23 @@ CASES = [
         accelerators=True,
     ),
     Case(
-        "coverage-top-level-and-level",
-        lambda: with_levels(
-            sample(ALL_PASS, exit_code=0, coverage={"Core": {"covered": 17, "total": 20}, "overall": 0.5})
-        ),
+        "coverage-and-level",
+        lambda: with_levels(sample(ALL_PASS, exit_code=0, coverage=COVERAGE)),
         "success",
         "0",
         {"Core": "success", "Plugins": "success"},
         {id: "passed" for id, *_ in ALL_PASS},
-        coverage={"Core": "17/20 (85%)", "Plugins": "—"},
+        coverage={"Core": "MUST 17/20 asserted (85.0%), 3 gaps; SHOULD 1/2 asserted (50.0%)", "Plugins": "—"},
         level=True,
     ),
     Case(
-        "coverage-per-profile",
-        lambda: with_profile_coverage(sample(MIXED), {"Core": 0.9, "Plugins": "3 of 4 sections"}),
+        "coverage-with-a-failure",
+        lambda: sample(MIXED, coverage=COVERAGE),
         "failure",
         "1",
         {"Core": "failure", "Plugins": "partial", "HeadlessServiceDNS": "success", "Rollout": "partial"},
         {id: outcome.value for id, _, outcome, _ in MIXED},
-        coverage={"Core": "90%", "Plugins": "3 of 4 sections", "HeadlessServiceDNS": "—"},
+        coverage={"Core": "MUST 17/20 asserted (85.0%), 3 gaps; SHOULD 1/2 asserted (50.0%)", "Rollout": "—"},
     ),
 ]
 
@@ -297,13 +308,6 @@ CASES = [
 def with_levels(data: dict[str, Any]) -> dict[str, Any]:
     for i, t in enumerate(data["tests"]):
         t["level"] = "MUST" if i % 2 == 0 else "SHOULD"
-    return data
-
-
-def with_profile_coverage(data: dict[str, Any], coverage: dict[str, Any]) -> dict[str, Any]:
-    for p in data["profiles"]:
-        if p["profile"] in coverage:
-            p["coverage"] = coverage[p["profile"]]
     return data
 
 
@@ -621,39 +625,82 @@ def test_spec_link(spec: str, expected: Link | str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "text"),
+    ("figures_", "level", "text"),
     [
-        (None, None),
-        (0.85, "85%"),
-        (1, "100%"),
-        (0, "0%"),
-        (85, "85%"),
-        (0.8333, "83.3%"),
-        ({"covered": 17, "total": 20}, "17/20 (85%)"),
-        ({"covered": 0, "total": 0}, "0/0"),
-        ({"percent": 42}, "42%"),
-        ({"ratio": 0.5}, "50%"),
-        ({"sections": 3}, '{"sections": 3}'),
-        ("3 of 4 sections", "3 of 4 sections"),
-        (True, "true"),
+        (figures(20, 17), "MUST", "MUST 17/20 asserted (85.0%)"),
+        (figures(3, 2), "SHOULD", "SHOULD 2/3 asserted (66.6%)"),
+        (figures(1000, 949), "MUST", "MUST 949/1000 asserted (94.9%)"),
+        (figures(2000, 1899), "MUST", "MUST 1899/2000 asserted (94.9%)"),  # 94.95% is not rounded up to 95.0%
+        (figures(4, 4), "MUST", "MUST 4/4 asserted (100.0%)"),
+        (figures(4, 0), "MUST", "MUST 0/4 asserted (0.0%)"),
+        (figures(0, 0), "MUST", None),
+        ({}, "MUST", None),
     ],
 )
-def test_coverage_text(value: Any, text: str | None) -> None:
-    assert coverage_text(value) == text
+def test_coverage_text(figures_: dict[str, int], level: str, text: str | None) -> None:
+    assert coverage_text(figures_, level) == text
 
 
 @pytest.mark.parametrize(
-    ("value", "overall", "per_profile"),
+    ("entry", "text"),
     [
-        (None, None, {}),
-        (0.5, "50%", {}),
-        ({"covered": 1, "total": 2}, "1/2 (50%)", {}),
-        ({"Core": 0.9, "Plugins": {"covered": 1, "total": 4}}, None, {"Core": "90%", "Plugins": "1/4 (25%)"}),
-        ({"Core": 0.9, "overall": 0.7, "Unknown": 1}, "70%", {"Core": "90%"}),
+        (
+            {"must": figures(20, 17), "should": figures(2, 2)},
+            "MUST 17/20 asserted (85.0%), 3 gaps; SHOULD 2/2 asserted (100.0%)",
+        ),
+        ({"must": figures(20, 17, 3), "should": figures(0, 0)}, "MUST 17/20 asserted (85.0%)"),
+        ({"must": figures(2, 1), "should": figures(0, 0)}, "MUST 1/2 asserted (50.0%), 1 gap"),
+        ({"must": figures(0, 0), "should": figures(3, 1, 2)}, "SHOULD 1/3 asserted (33.3%)"),
+        ({"must": figures(0, 0), "should": figures(0, 0)}, "no statements"),
     ],
 )
-def test_coverage_of(value: Any, overall: str | None, per_profile: dict[str, str]) -> None:
-    assert coverage_of(value, ["Core", "Plugins"]) == (overall, per_profile)
+def test_levels_text(entry: dict[str, Any], text: str) -> None:
+    assert levels_text(entry) == text
+
+
+def test_coverage_of() -> None:
+    assert coverage_of(None) == (None, {})
+    overall, per_profile = coverage_of(COVERAGE)
+    assert overall == (
+        "MUST 96/100 asserted (96.0%), 2 gaps; SHOULD 2/4 asserted (50.0%), 2 gaps of the ModelServing statements "
+        "(spec map specmap.yaml sha256:efefefefefef..., 120 statements)"
+    )
+    assert per_profile == {"Core": "MUST 17/20 asserted (85.0%), 3 gaps; SHOULD 1/2 asserted (50.0%)"}
+
+
+def test_run_facts_show_spec_coverage(tmp_path: Path) -> None:
+    doc = parse(render(sample(ALL_PASS, exit_code=0, coverage=COVERAGE), tmp_path))
+    assert facts(doc.one(id="run").one("dl"))["Spec coverage"].startswith("MUST 96/100 asserted (96.0%)")
+
+
+def test_warnings_are_shown_apart_and_do_not_fail(tmp_path: Path) -> None:
+    plan: Plan = [*ALL_PASS, ("core/status/label-selector", Feature.CORE, Outcome.WARNING, "SHOULD <not> met")]
+    data = sample(plan, exit_code=0)
+    _test(data, "core/status/label-selector")["level"] = "SHOULD"
+    assert data["verdict"] == "success"
+    doc = parse(render(data, tmp_path))
+
+    row = doc.one("tr", data_behaviour="core/status/label-selector")
+    assert row.attrs["data-outcome"] == "warning"
+    badge = row.one("span", class_="badge")
+    assert "o-warning" in badge.attrs["class"] and words(badge) == "\u26a0 warning"
+    assert row.one("pre", class_="message").text() == "SHOULD <not> met"
+    assert words(row.one("td", data_level=True)) == "SHOULD"
+    core = doc.one("tr", data_profile="Core", data_verdict=True)
+    assert core.attrs["data-verdict"] == "success"
+    assert words(core.one("td", data_count="warning")) == "1"
+    assert "warned" in words(core)
+    assert "1 warning" in words(doc.one(id="summary"))
+    assert "never makes a profile fail or partial" in words(doc.one(id="warning-note"))
+    assert [b.attrs["data-filter"] for b in doc.one(id="filters").find_all("button")][-2:] == ["passed", "warning"]
+
+
+def test_no_warning_note_without_warnings(tmp_path: Path) -> None:
+    assert not parse(render(sample(ALL_PASS, exit_code=0), tmp_path)).find_all(id="warning-note")
+
+
+def _test(data: dict[str, Any], id: str) -> dict[str, Any]:
+    return next(t for t in data["tests"] if t["id"] == id)
 
 
 @pytest.mark.parametrize(

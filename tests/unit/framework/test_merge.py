@@ -1,6 +1,6 @@
 """Merging shard reports: N shards give the report one unsharded run gives (tests, counts,
-verdicts, exit code) and ``verify`` accepts it; each reason to refuse is named; shard errors,
-interruptions, preflight and accelerator warnings carry over."""
+verdicts, exit code, warnings) and ``verify`` accepts it; each reason to refuse is named; shard
+errors, interruptions, preflight, accelerator warnings and the spec map's coverage carry over."""
 
 from __future__ import annotations
 
@@ -411,3 +411,71 @@ def test_report_merge_refuses_with_exit_code_2_and_the_reason(
     assert message in result.output
     assert "Traceback" not in result.output
     assert not (tmp_path / "merged").exists()
+
+
+# -- warnings and the spec map's coverage ---------------------------------------------------------------
+
+
+def _coverage(digest: str) -> dict[str, Any]:
+    figures = {"total": 4, "asserted": 3, "explained": 0, "gaps": 1}
+    return {
+        "specMap": {"file": "specmap.yaml", "digest": digest, "statements": 9},
+        "scope": "ModelServing",
+        "overall": {"must": figures, "should": {"total": 0, "asserted": 0, "explained": 0, "gaps": 0}},
+        "profiles": [
+            {"profile": "Core", "must": figures, "should": {"total": 0, "asserted": 0, "explained": 0, "gaps": 0}}
+        ],
+    }
+
+
+def _with_coverage(digests: list[str | None]) -> list[ShardReport]:
+    parts = []
+    for i, digest in enumerate(digests, start=1):
+        data = run(Shard(i, len(digests)))
+        if digest is not None:
+            data["coverage"] = _coverage(digest)
+        parts.append(ShardReport(f"shard-{i}.json", Report.model_validate(data)))
+    return parts
+
+
+@pytest.mark.parametrize(
+    "digests",
+    [
+        pytest.param(["sha256:aa", "sha256:aa"], id="every-shard"),
+        pytest.param([None, "sha256:aa", None], id="one-shard-of-three"),
+    ],
+)
+def test_the_spec_maps_coverage_is_carried_through(tmp_path: Path, digests: list[str | None]) -> None:
+    data = merged(_with_coverage(digests))
+    assert data["coverage"] == _coverage("sha256:aa")
+    for path in write(data, tmp_path):
+        assert verify(path, digest=DIGEST, catalog=CATALOG) == []
+
+
+def test_no_coverage_in_the_shards_none_merged() -> None:
+    assert merged(_with_coverage([None, None]))["coverage"] is None
+
+
+def test_coverage_of_different_spec_maps_is_refused() -> None:
+    with pytest.raises(MergeError) as caught:
+        merged(_with_coverage(["sha256:aa", "sha256:bb"]))
+    assert any(
+        "different spec maps (coverage.specMap.digest differs): shard-1.json: sha256:aa; shard-2.json: sha256:bb" in p
+        for p in caught.value.problems
+    ), caught.value.problems
+
+
+def test_warnings_merge_like_one_run(tmp_path: Path) -> None:
+    outcomes = {**OUTCOME, "dns/service/entry": Outcome.WARNING}
+    catalog = [
+        Behaviour(b.id, "The implementation SHOULD do it.", b.spec, b.feature, serial=b.serial)
+        if b.id == "dns/service/entry"
+        else b
+        for b in CATALOG
+    ]
+    data = merged(shards(3, outcomes=outcomes))
+    assert comparable(data) == comparable(run(outcomes=outcomes))
+    dns = next(p for p in data["profiles"] if p["profile"] == "HeadlessServiceDNS")
+    assert dns["verdict"] == "success" and dns["warnings"] == ["dns/service/entry"] and dns["counts"]["warning"] == 1
+    for path in write(data, tmp_path):
+        assert verify(path, digest=DIGEST, catalog=catalog) == []

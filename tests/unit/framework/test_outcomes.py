@@ -1,5 +1,5 @@
-"""classify / combine for every row of the table, profile_verdict for every rule, overall_verdict,
-and the dict forms of TestResult and ProfileResult."""
+"""classify / combine for every row of the table (warnings for SHOULD and MAY behaviours included),
+profile_verdict for every rule, overall_verdict, and the dict forms of TestResult and ProfileResult."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ NC = Outcome.NON_CONFORMANT
 E = Outcome.ERROR
 NS = Outcome.NOT_SUPPORTED
 SU = Outcome.SKIPPED_BY_USER
+W = Outcome.WARNING
 
 
 @pytest.mark.parametrize(
@@ -67,6 +68,30 @@ def test_classify(
     when: str, failed: bool, skipped: bool, exc: BaseException | type | None, reason: str, expected: Outcome
 ) -> None:
     assert classify(when, failed, skipped, exc, reason) is expected
+    assert classify(when, failed, skipped, exc, reason, "MUST") is expected
+
+
+@pytest.mark.parametrize(
+    ("level", "when", "failed", "skipped", "exc", "reason", "expected"),
+    [
+        pytest.param("SHOULD", "call", True, False, AssertionError("x"), "", W, id="should-assert-is-warning"),
+        pytest.param("SHOULD", "call", True, False, NonConformant("x"), "", W, id="should-non-conformant-is-warning"),
+        pytest.param("SHOULD", "call", True, False, WaitTimeout("x"), "", W, id="should-wait-timeout-is-warning"),
+        pytest.param("MAY", "call", True, False, NonConformant, "", W, id="may-is-warning"),
+        pytest.param("MUST", "call", True, False, NonConformant("x"), "", NC, id="must-stays-non-conformant"),
+        pytest.param("SHOULD", "call", True, False, Inconclusive("x"), "", E, id="should-inconclusive-stays-error"),
+        pytest.param("SHOULD", "call", True, False, RuntimeError("x"), "", E, id="should-other-exception-is-error"),
+        pytest.param("SHOULD", "setup", True, False, AssertionError("x"), "", E, id="should-setup-assert-is-error"),
+        pytest.param("SHOULD", "teardown", True, False, NonConformant("x"), "", E, id="should-teardown-is-error"),
+        pytest.param("SHOULD", "call", False, False, None, "", P, id="should-passed"),
+        pytest.param("MAY", "setup", False, True, None, not_supported("x"), NS, id="may-not-supported"),
+        pytest.param("SHOULD", "setup", False, True, None, "no cluster", E, id="should-other-skip-is-error"),
+    ],
+)
+def test_classify_by_level(
+    level: str, when: str, failed: bool, skipped: bool, exc: BaseException | type | None, reason: str, expected: Outcome
+) -> None:
+    assert classify(when, failed, skipped, exc, reason, level) is expected
 
 
 @pytest.mark.parametrize(
@@ -82,6 +107,10 @@ def test_classify(
         pytest.param([NS, E], E, id="teardown-error-after-skip"),
         pytest.param([SU, NS], NS, id="not-supported-beats-skipped-by-user"),
         pytest.param([], E, id="no-phases-is-error"),
+        pytest.param([P, W, P], W, id="call-warning"),
+        pytest.param([P, W, E], E, id="teardown-error-after-warning-is-error"),
+        pytest.param([NS, W], W, id="warning-beats-not-supported"),
+        pytest.param([W, NC], NC, id="non-conformant-beats-warning"),
     ],
 )
 def test_combine(phases: list[Outcome], expected: Outcome) -> None:
@@ -193,6 +222,38 @@ DNS = PROFILES["HeadlessServiceDNS"]
             "succeeds: all 1 tests that ran passed; optional features DeletionIdentityChanged, MigrationRequired, DNSResolution not supported, not tested.",
             id="success-optional-unsupported",
         ),
+        pytest.param(
+            CORE,
+            [result("core/a", Feature.CORE, P), result("core/w", Feature.CORE, W)],
+            ALL,
+            Verdict.SUCCESS,
+            "Core succeeds: 1 passed and 1 test (core/w) warned (SHOULD/MAY not met; warnings do not fail a profile).",
+            id="success-with-warning",
+        ),
+        pytest.param(
+            CORE,
+            [result("core/w", Feature.CORE, W)],
+            ALL,
+            Verdict.SUCCESS,
+            "Core succeeds: 0 passed and 1 test (core/w) warned",
+            id="only-warnings-is-success-not-not-run",
+        ),
+        pytest.param(
+            CORE,
+            [result("core/w", Feature.CORE, W), result("core/c", Feature.CORE, E)],
+            ALL,
+            Verdict.PARTIAL,
+            "Core is partial: 0 passed but 1 test (core/c) could not decide (error).",
+            id="warning-with-error-is-partial",
+        ),
+        pytest.param(
+            CORE,
+            [result("core/w", Feature.CORE, W), result("core/b", Feature.CORE, NC)],
+            ALL,
+            Verdict.FAILURE,
+            "Core fails: 1 test (core/b) non-conformant.",
+            id="warning-with-non-conformant-is-failure",
+        ),
     ],
 )
 def test_profile_verdict(
@@ -214,16 +275,20 @@ def test_profile_verdict_lists() -> None:
         result("dns/n", Feature.DNS_RESOLUTION, NS),
         result("dns/u", Feature.DELETION_IDENTITY, SU),
         result("dns/p", Feature.HEADLESS_SERVICE, P),
+        result("dns/w", Feature.HEADLESS_SERVICE, W),
     ]
     support = Support("impl", "1", frozenset(Feature) - {Feature.HEADLESS_SERVICE, Feature.DNS_RESOLUTION})
     judged = profile_verdict(DNS, results, support)
     assert judged.non_conformant == ["dns/a", "dns/b"]
+    assert judged.warnings == ["dns/w"]
     assert judged.errors == ["dns/e"]
     assert judged.not_supported == ["dns/n"]
     assert judged.skipped_by_user == ["dns/u"]
     assert judged.unsupported_required == ["HeadlessService"]
     assert judged.unsupported_optional == ["DNSResolution"]
-    assert judged.counts == {"passed": 1, "non-conformant": 2, "error": 1, "not-supported": 1, "skipped-by-user": 1}
+    assert judged.counts == {
+        "passed": 1, "non-conformant": 2, "warning": 1, "error": 1, "not-supported": 1, "skipped-by-user": 1
+    }  # fmt: skip
     assert ProfileResult.from_dict(judged.as_dict()) == judged
 
 
@@ -259,13 +324,16 @@ def test_overall_verdict(verdicts: list[Verdict], preflight_ok: bool, interrupte
 
 
 def test_test_result_dict_round_trip() -> None:
-    r = TestResult("dns/a", "n::a", Feature.DNS_RESOLUTION, NC, 1.25, "m", "The x MUST y.", "f.txt#S", "evidence/dns-a")
+    r = TestResult(
+        "dns/a", "n::a", Feature.DNS_RESOLUTION, NC, 1.25, "m", "The x MUST y.", "f.txt#S", "evidence/dns-a", "MUST"
+    )
     data = r.as_dict()
     assert data == {
         "id": "dns/a",
         "nodeid": "n::a",
         "feature": "DNSResolution",
         "profile": "HeadlessServiceDNS",
+        "level": "MUST",
         "outcome": "non-conformant",
         "durationSeconds": 1.25,
         "message": "m",
@@ -274,6 +342,8 @@ def test_test_result_dict_round_trip() -> None:
         "evidence": "evidence/dns-a",
     }
     assert TestResult.from_dict(data) == r
+    older = {k: v for k, v in data.items() if k != "level"}  # reports from before levels
+    assert TestResult.from_dict(older).level is None
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
 """The report: written as YAML and JSON with the same content, atomically; verify passes a
-consistent report and names each kind of tampering."""
+consistent report (warnings and the spec map's coverage included) and names each kind of
+tampering."""
 
 from __future__ import annotations
 
@@ -34,14 +35,37 @@ PLAN = [
     ("dns/resolve/pod", Feature.DNS_RESOLUTION, Outcome.NOT_SUPPORTED),
 ]
 CATALOG = [Behaviour(id, f"The implementation MUST do {id}.", SPEC, feature) for id, feature, _ in PLAN]
+# The same with a SHOULD behaviour that did not hold: a warning.
+WARNED = ("core/status/hint", Feature.CORE, Outcome.WARNING)
+WARN_PLAN = [*PLAN, WARNED]
+WARN_CATALOG = [*CATALOG, Behaviour(WARNED[0], "The implementation SHOULD give a hint.", SPEC, WARNED[1])]
 
 
-def consistent_report() -> dict[str, Any]:
+def figures(total: int, asserted: int, explained: int = 0) -> dict[str, int]:
+    return {"total": total, "asserted": asserted, "explained": explained, "gaps": total - asserted - explained}
+
+
+COVERAGE: dict[str, Any] = {
+    "specMap": {"file": "specmap.yaml", "digest": "sha256:" + "ef" * 32, "statements": 120},
+    "scope": "ModelServing",
+    "overall": {"must": figures(100, 96, 2), "should": figures(4, 2)},
+    "profiles": [
+        {"profile": "Core", "must": figures(20, 17), "should": figures(2, 1, 1)},
+        {"profile": "Plugins", "must": figures(10, 10), "should": figures(0, 0)},
+    ],
+}
+
+
+def consistent_report(plan: list[tuple[str, Feature, Outcome]] = PLAN, levels: bool = True) -> dict[str, Any]:
     """A report built the way the runner builds one: every number derived from the tests."""
+    level = {b.id: b.level for b in WARN_CATALOG}
     results = [
-        TestResult(id, f"conformance/suites/test_x.py::test_{i}", feature, outcome, 0.25 * i, message=f"m{i}")
-        for i, (id, feature, outcome) in enumerate(PLAN)
-    ]
+        TestResult(
+            id, f"conformance/suites/test_x.py::test_{i}", feature, outcome, 0.25 * i, message=f"m{i}",
+            level=level[id] if levels else None,
+        )
+        for i, (id, feature, outcome) in enumerate(plan)
+    ]  # fmt: skip
     profiles = [profile_verdict(p, results, SUPPORT) for p in PROFILES.values()]
     return {
         "schemaVersion": SCHEMA_VERSION,
@@ -398,3 +422,142 @@ def test_load_names_schema_problems_by_path(tmp_path: Path) -> None:
     with pytest.raises(ReportError, match=r"report\.json: run\.keep: expected a string, got 3"):
         load(path)
     assert read(path)["run"]["keep"] == 3
+
+
+# -- warnings and coverage ---------------------------------------------------------------------------
+
+
+def warned_report() -> dict[str, Any]:
+    data = consistent_report(WARN_PLAN)
+    data["coverage"] = copy.deepcopy(COVERAGE)
+    return data
+
+
+def test_warnings_and_coverage_verify_clean(tmp_path: Path) -> None:
+    data = warned_report()
+    core = _profile(data, "Core")
+    assert core["warnings"] == ["core/status/hint"] and core["counts"]["warning"] == 1
+    assert core["verdict"] == "failure"  # core/recovery/replace; the warning adds nothing to it
+    for path in write(data, tmp_path / "out"):
+        assert verify(path, digest=DIGEST, catalog=WARN_CATALOG) == []
+    assert load(tmp_path / "out" / "conformance-report.json").coverage is not None
+
+
+def test_a_profile_with_only_warnings_succeeds(tmp_path: Path) -> None:
+    plan = [(id, feature, Outcome.PASSED) for id, feature, _ in PLAN if feature.value != "Core"] + [WARNED]
+    data = consistent_report(plan)
+    assert _profile(data, "Core")["verdict"] == "success" and _profile(data, "Core")["counts"]["passed"] == 3
+    catalog = [b for b in WARN_CATALOG if b.id != "core/pods/created"]  # the plan left it out
+    assert verify(save(tmp_path, data), digest=DIGEST, catalog=catalog) == []
+
+
+def test_an_older_report_without_levels_warning_counts_or_coverage_verifies(tmp_path: Path) -> None:
+    data = consistent_report(levels=False)
+    for p in data["profiles"]:
+        p["counts"].pop("warning")
+        p.pop("warnings")
+    for t in data["tests"]:
+        t.pop("level")
+    assert verify(save(tmp_path, data), digest=DIGEST, catalog=CATALOG) == []
+
+
+def make_must_warn(data: dict[str, Any]) -> None:
+    _test(data, "core/pods/created")["outcome"] = "warning"
+
+
+WARNING_TAMPERING: list[Any] = [
+    pytest.param(
+        make_must_warn,
+        WARN_CATALOG,
+        "test 'core/pods/created' is a warning but its level is MUST: only a SHOULD or MAY behaviour may warn",
+        id="must-reported-as-warning",
+    ),
+    pytest.param(
+        lambda d: _test(d, "core/status/hint").update(outcome="non-conformant"),
+        WARN_CATALOG,
+        "test 'core/status/hint' is non-conformant but its level is SHOULD: a SHOULD or MAY that does not hold is a warning",
+        id="should-reported-non-conformant",
+    ),
+    pytest.param(
+        lambda d: _test(d, "core/status/hint").update(level="MUST"),
+        WARN_CATALOG,
+        "test 'core/status/hint' is reported at level MUST but the catalog's statement is SHOULD",
+        id="level-differs-from-catalog",
+    ),
+    pytest.param(
+        lambda d: _test(d, "core/status/hint").update(level=None),
+        [],
+        "test 'core/status/hint' is a warning but its level is not recorded",
+        id="warning-without-level-or-catalog",
+    ),
+    pytest.param(
+        lambda d: _test(d, "core/status/hint").update(level="MUST"),
+        [],
+        "test 'core/status/hint' is a warning but its level is MUST",
+        id="warning-at-recorded-must-without-catalog",
+    ),
+    pytest.param(
+        lambda d: _profile(d, "Core").update(warnings=[]),
+        WARN_CATALOG,
+        "profile Core: warnings lists [] but its tests give ['core/status/hint']",
+        id="profile-warnings-list",
+    ),
+    pytest.param(
+        lambda d: _profile(d, "Core")["counts"].update(warning=0),
+        WARN_CATALOG,
+        "profile Core: counts",
+        id="profile-warning-count",
+    ),
+    pytest.param(
+        lambda d: _test(d, "core/status/hint").update(level="SHOUD"),
+        WARN_CATALOG,
+        "schema: tests[9].level: expected 'MUST', 'SHOULD' or 'MAY', got 'SHOUD'",
+        id="schema-level",
+    ),
+    pytest.param(
+        lambda d: d["coverage"]["overall"]["must"].update(asserted=97),
+        WARN_CATALOG,
+        "coverage overall must: asserted 97 + explained 2 + gaps 2 is not the total 100",
+        id="coverage-arithmetic",
+    ),
+    pytest.param(
+        lambda d: d["coverage"]["profiles"][1].update(profile="Extended"),
+        WARN_CATALOG,
+        "coverage.profiles: 'Extended' is not a profile of this suite",
+        id="coverage-unknown-profile",
+    ),
+    pytest.param(
+        lambda d: d["coverage"]["profiles"][1].update(profile="Core"),
+        WARN_CATALOG,
+        "coverage.profiles: Core appears more than once",
+        id="coverage-duplicate-profile",
+    ),
+    pytest.param(
+        lambda d: d["coverage"]["profiles"][1].update(should=figures(5, 5)),
+        WARN_CATALOG,
+        "coverage Plugins should: 5 statements, more than overall's 4",
+        id="coverage-profile-above-overall",
+    ),
+    pytest.param(
+        lambda d: d["coverage"]["overall"]["must"].update(gaps=-1),
+        WARN_CATALOG,
+        "schema: coverage.overall.must.gaps: input should be greater than or equal to 0",
+        id="coverage-schema",
+    ),
+    pytest.param(
+        lambda d: d["coverage"].pop("specMap"),
+        WARN_CATALOG,
+        "schema: coverage.specMap: required field is missing",
+        id="coverage-without-spec-map",
+    ),
+]
+
+
+@pytest.mark.parametrize(("tamper", "catalog", "message"), WARNING_TAMPERING)
+def test_verify_names_warning_and_coverage_tampering(
+    tmp_path: Path, tamper: Tamper, catalog: list[Behaviour], message: str
+) -> None:
+    data = warned_report()
+    tamper(data)
+    problems = verify(save(tmp_path, data), digest=DIGEST, catalog=catalog)
+    assert any(message in p for p in problems), problems
