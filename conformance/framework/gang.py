@@ -2,10 +2,11 @@
 
 The spec (GangPolicy) says which Pods of a ServingGroup are *gang required*: ``minRoleReplicas``
 Role instances of each Role it names (a Role it does not name counts with all its replicas, spec
-reading 27; no ``gangPolicy`` at all makes every Role gang required), and every Pod of a required
-Role instance ("pods within a role must be scheduled together"). Volcano's PodGroup expresses that
-as ``minMember`` (how many Pods), ``minTaskMember`` (per task, the Pods' ``volcano.sh/task-spec``
-annotation) and ``minResources`` (what those Pods request). So, per ServingGroup::
+reading 27; a gangPolicy without minRoleReplicas makes every Role gang required), and every Pod of
+a required Role instance ("pods within a role must be scheduled together"). Volcano's PodGroup
+expresses that as ``minMember`` (how many Pods), a per-Role requirement (``minTaskMember`` per
+task, the Pods' ``volcano.sh/task-spec`` annotation, or Volcano's newer ``subGroupPolicy``) and
+``minResources`` (what those Pods request; Volcano's, not stated by the spec). So, per ServingGroup::
 
     minMember    = sum over Roles of (1 + workerReplicas) x min(minRoleReplicas[role] or replicas, replicas)
     minResources = summed container requests of those Pods (the entry template for the entry Pod,
@@ -14,12 +15,17 @@ annotation) and ``minResources`` (what those Pods request). So, per ServingGroup
 ``minTaskMember`` is checked without choosing how tasks are cut (one per Role instance, as upstream
 Kthena does, or one per Role): the tasks a Role's Pods carry must together require exactly that
 Role's gang-required Pods, and no task may require more Pods than carry its name.
+
+``subGroupPolicy`` (what upstream Kthena writes when the PodGroup CRD has it) is checked the same
+way: each entry's ``labelSelector`` must select the Pods of one Role, ``matchLabelKeys`` must cut
+them into whole Role instances (one entry Pod and its workers each) of ``subGroupSize`` Pods, and
+over a Role's entries ``minSubGroups x subGroupSize`` must be exactly its gang-required Pods.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -67,6 +73,7 @@ class GangExpectation:
     required_instances: dict[str, int]  # role -> gang-required Role instances
     required_pods: dict[str, int]  # role -> gang-required Pods
     min_resources: dict[str, Decimal]
+    instance_sizes: dict[str, int] = field(default_factory=dict)  # role -> Pods of one Role instance
 
 
 def expectation(body: Mapping[str, Any]) -> GangExpectation:
@@ -78,6 +85,7 @@ def expectation(body: Mapping[str, Any]) -> GangExpectation:
     instances: dict[str, int] = {}
     pods: dict[str, int] = {}
     totals: dict[str, Decimal] = {}
+    sizes: dict[str, int] = {}
     for role in template["roles"]:
         name = str(role["name"])
         replicas = int(role.get("replicas", 1))
@@ -87,11 +95,12 @@ def expectation(body: Mapping[str, Any]) -> GangExpectation:
         min_member += needed * (1 + workers)
         instances[name] = needed
         pods[name] = needed * (1 + workers)
+        sizes[name] = 1 + workers
         entry = template_requests(role.get("entryTemplate"))
         worker = template_requests(role.get("workerTemplate") or role.get("entryTemplate"))
         _add(totals, entry, needed)
         _add(totals, worker, needed * workers)
-    return GangExpectation(per_group, min_member, instances, pods, totals)
+    return GangExpectation(per_group, min_member, instances, pods, totals, sizes)
 
 
 def same_resources(seen: Mapping[str, Decimal], want: Mapping[str, Decimal]) -> bool:
@@ -139,4 +148,116 @@ def task_problems(
                 f"the tasks of Role {role} require {have} Pods in minTaskMember; {want} are gang required "
                 f"({expected.required_instances[role]} Role instance(s) with all their Pods)"
             )
+    return problems
+
+
+def selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """Whether a metav1 LabelSelector (``matchLabels``, ``matchExpressions``) selects ``labels``; no
+    selector selects everything. An unknown operator selects nothing."""
+    if not selector:
+        return True
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator = expression.get("key"), expression.get("operator")
+        values = set(expression.get("values") or [])
+        if operator == "In" and labels.get(key) not in values:
+            return False
+        if operator == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if operator == "Exists" and key not in labels:
+            return False
+        if operator == "DoesNotExist" and key in labels:
+            return False
+        if operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class GangPod:
+    """What the per-Role check needs of one Pod of the ServingGroup: its name, labels, and the
+    Role and member (``entry`` / ``worker``) the suite's own template labels give it."""
+
+    name: str
+    labels: Mapping[str, str]
+    role: str
+    member: str
+
+
+def subgroup_problems(policies: Sequence[Any], pods: Sequence[GangPod], expected: GangExpectation) -> list[str]:
+    """What is wrong with one PodGroup's ``subGroupPolicy`` over the Pods naming that PodGroup
+    (empty: nothing). See the module docstring for what it must say."""
+    problems: list[str] = []
+    per_role: dict[str, int] = {}
+    for i, policy in enumerate(policies):
+        if not isinstance(policy, Mapping):
+            problems.append(f"subGroupPolicy[{i}] is not an object: {policy!r}")
+            continue
+        where = f"subGroupPolicy[{i}] ({policy.get('name', '')})"
+        try:
+            size = int(policy.get("subGroupSize") or 0)
+            minimum = int(policy.get("minSubGroups") or 0)
+        except (TypeError, ValueError):
+            problems.append(f"{where}: subGroupSize or minSubGroups is not a number: {policy!r}")
+            continue
+        selected = [p for p in pods if selects(policy.get("labelSelector"), p.labels)]
+        roles = sorted({p.role for p in selected})
+        if not selected:
+            if minimum:
+                problems.append(f"{where}: minSubGroups {minimum} but its labelSelector selects no Pod of the gang")
+            continue
+        if len(roles) != 1:
+            problems.append(f"{where}: its labelSelector selects Pods of several Roles {roles}")
+            continue
+        role = roles[0]
+        keys = [str(k) for k in policy.get("matchLabelKeys") or []]
+        subgroups: dict[tuple[str, ...], list[GangPod]] = {}
+        for pod in selected:
+            subgroups.setdefault(tuple(pod.labels.get(k, "") for k in keys), []).append(pod)
+        want = expected.instance_sizes.get(role, 0)
+        if size != want:
+            problems.append(f"{where}: subGroupSize is {size}; a Role instance of {role} has {want} Pods")
+        for values, members in sorted(subgroups.items()):
+            entries = sum(1 for p in members if p.member == "entry")
+            if len(members) != want or entries != 1:
+                names = sorted(p.name for p in members)
+                problems.append(
+                    f"{where}: matchLabelKeys {keys} = {list(values)} groups {names}, not one Role instance of {role} "
+                    f"(one entry Pod and its workers, {want} Pods)"
+                )
+        if minimum > len(subgroups):
+            problems.append(f"{where}: minSubGroups {minimum} but only {len(subgroups)} subgroups exist")
+        per_role[role] = per_role.get(role, 0) + minimum * size
+    for role, want in sorted(expected.required_pods.items()):
+        have = per_role.get(role, 0)
+        if have != want:
+            problems.append(
+                f"the subGroupPolicy entries of Role {role} require {have} Pods (minSubGroups x subGroupSize); {want} "
+                f"are gang required ({expected.required_instances[role]} Role instance(s) with all their Pods)"
+            )
+    return problems
+
+
+def per_role_problems(
+    spec: Mapping[str, Any], tasks: Mapping[str, list[str]], pods: Sequence[GangPod], expected: GangExpectation
+) -> list[str]:
+    """The per-Role gang requirement of one PodGroup ``spec``, through ``minTaskMember`` or
+    ``subGroupPolicy`` (either is accepted; each one present must be right). Empty: nothing wrong."""
+    task_member, subgroups = spec.get("minTaskMember"), spec.get("subGroupPolicy")
+    has_tasks = isinstance(task_member, Mapping) and bool(task_member)
+    has_subgroups = isinstance(subgroups, list) and bool(subgroups)
+    if not has_tasks and not has_subgroups:
+        return [
+            f"neither minTaskMember ({task_member!r}) nor subGroupPolicy ({subgroups!r}) requires the gang-required "
+            "Pods of each Role together"
+        ]
+    problems: list[str] = []
+    if has_tasks:
+        assert isinstance(task_member, Mapping)
+        problems += [f"minTaskMember: {p}" for p in task_problems(task_member, tasks, expected)]
+    if has_subgroups:
+        assert isinstance(subgroups, list)
+        problems += subgroup_problems(subgroups, pods, expected)
     return problems

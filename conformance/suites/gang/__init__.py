@@ -1,4 +1,4 @@
-"""GangScheduling: the PodGroup contract for the volcano scheduler.
+"""GangScheduling: GangPolicy through the PodGroup handed to the volcano scheduler.
 
 With ``schedulerName: volcano`` every ServingGroup is scheduled as one gang: a Volcano PodGroup
 (``scheduling.volcano.sh/v1beta1``) that its Pods name in the annotation

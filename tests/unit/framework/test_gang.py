@@ -11,10 +11,14 @@ import yaml
 
 from conformance.framework.gang import (
     GangExpectation,
+    GangPod,
     expectation,
     format_resources,
+    per_role_problems,
     resources,
     same_resources,
+    selects,
+    subgroup_problems,
     task_problems,
     template_requests,
 )
@@ -101,7 +105,7 @@ def test_the_gang_manifest_matches_its_comment() -> None:
     assert same_resources(e.min_resources, resources({"cpu": "950m", "memory": "1792Mi"}))
 
 
-EXPECTED = GangExpectation(5, 4, {"p": 1, "d": 2}, {"p": 2, "d": 2}, {})
+EXPECTED = GangExpectation(5, 4, {"p": 1, "d": 2}, {"p": 2, "d": 2}, {}, {"p": 2, "d": 1})
 # Pods of one ServingGroup by task: p has 2 instances of 2 Pods, d 2 single-Pod instances.
 TASKS = {"p-0": ["p", "p"], "p-1": ["p", "p"], "d-0": ["d"], "d-1": ["d"]}
 
@@ -141,3 +145,95 @@ def test_wrong_task_requirements_are_named(min_task_member: dict[str, Any], frag
 def test_a_task_spanning_roles_is_a_problem() -> None:
     problems = task_problems({"t": 3}, {"t": ["p", "p", "d"]}, EXPECTED)
     assert any("several Roles" in p for p in problems), problems
+
+
+def test_expectation_knows_each_roles_instance_size() -> None:
+    assert expectation(body(P, D)).instance_sizes == {"p": 2, "d": 1}
+
+
+# -- subGroupPolicy (Volcano's newer per-Role requirement) ------------------------------------------
+
+NAME, ROLE, RID = "modelserving.volcano.sh/name", "modelserving.volcano.sh/role", "modelserving.volcano.sh/role-id"
+
+
+def gang_pod(name: str, role: str, index: int, member: str) -> GangPod:
+    labels = {NAME: "ms", ROLE: role, RID: f"{role}-{index}", "conformance.kthena.io/role": role}
+    return GangPod(name, labels, role, member)
+
+
+# One ServingGroup: p has 2 instances of an entry and a worker, d 2 single-Pod instances.
+PODS = [
+    gang_pod("p0e", "p", 0, "entry"), gang_pod("p0w", "p", 0, "worker"),
+    gang_pod("p1e", "p", 1, "entry"), gang_pod("p1w", "p", 1, "worker"),
+    gang_pod("d0e", "d", 0, "entry"), gang_pod("d1e", "d", 1, "entry"),
+]  # fmt: skip
+
+
+def policy(role: str, size: int, minimum: int, keys: list[str] | None = None, **selector: Any) -> dict[str, Any]:
+    """What upstream Kthena writes: a Role's Pods selected by name and role, cut by role-id."""
+    return {
+        "name": role,
+        "labelSelector": selector or {"matchLabels": {NAME: "ms", ROLE: role}},
+        "matchLabelKeys": [RID] if keys is None else keys,
+        "subGroupSize": size,
+        "minSubGroups": minimum,
+    }
+
+
+def test_upstreams_subgroup_policy_passes() -> None:
+    assert subgroup_problems([policy("p", 2, 1), policy("d", 1, 2)], PODS, EXPECTED) == []
+
+
+def test_a_selector_by_expression_passes_too() -> None:
+    by_expression = policy("p", 2, 1, matchExpressions=[{"key": ROLE, "operator": "In", "values": ["p"]}])
+    assert subgroup_problems([by_expression, policy("d", 1, 2)], PODS, EXPECTED) == []
+
+
+@pytest.mark.parametrize(
+    ("policies", "fragment"),
+    [
+        ([policy("p", 2, 2), policy("d", 1, 2)], "Role p require 4 Pods"),  # every instance required
+        ([policy("p", 2, 1)], "Role d require 0 Pods"),  # d missing
+        ([policy("p", 1, 2), policy("d", 1, 2)], "subGroupSize is 1"),  # half instances
+        ([policy("p", 2, 1, keys=[]), policy("d", 1, 2)], "not one Role instance"),  # not cut by instance
+        ([policy("p", 2, 3), policy("d", 1, 2)], "only 2 subgroups exist"),
+        ([policy("x", 2, 1, matchLabels={NAME: "ms"}), policy("d", 1, 2)], "several Roles"),
+        ([policy("p", 2, 1, matchLabels={ROLE: "nope"}), policy("d", 1, 2)], "selects no Pod"),
+        ([policy("p", "two", 1), policy("d", 1, 2)], "not a number"),  # type: ignore[arg-type]
+        (["p"], "not an object"),
+    ],
+)
+def test_wrong_subgroup_policies_are_named(policies: list[Any], fragment: str) -> None:
+    problems = subgroup_problems(policies, PODS, EXPECTED)
+    assert any(fragment in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels", "selected"),
+    [
+        (None, {"a": "1"}, True),
+        ({}, {}, True),
+        ({"matchLabels": {"a": "1"}}, {"a": "1", "b": "2"}, True),
+        ({"matchLabels": {"a": "1"}}, {"a": "2"}, False),
+        ({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1", "2"]}]}, {"a": "2"}, True),
+        ({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]}, {}, True),
+        ({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]}, {"a": "1"}, False),
+        ({"matchExpressions": [{"key": "a", "operator": "Exists"}]}, {"a": ""}, True),
+        ({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}, {"a": ""}, False),
+        ({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}, {"a": "2"}, False),
+    ],
+)
+def test_label_selectors(selector: dict[str, Any] | None, labels: dict[str, str], selected: bool) -> None:
+    assert selects(selector, labels) is selected
+
+
+def test_either_per_role_form_is_accepted_and_each_present_must_be_right() -> None:
+    good_tasks, good_subgroups = {"p-0": 2, "d-0": 1, "d-1": 1}, [policy("p", 2, 1), policy("d", 1, 2)]
+    assert per_role_problems({"minTaskMember": good_tasks}, TASKS, PODS, EXPECTED) == []
+    assert per_role_problems({"subGroupPolicy": good_subgroups}, TASKS, PODS, EXPECTED) == []
+    both = {"minTaskMember": good_tasks, "subGroupPolicy": good_subgroups}
+    assert per_role_problems(both, TASKS, PODS, EXPECTED) == []
+    wrong = per_role_problems({"minTaskMember": {"p-0": 1}, "subGroupPolicy": good_subgroups}, TASKS, PODS, EXPECTED)
+    assert any(p.startswith("minTaskMember:") for p in wrong), wrong
+    neither = per_role_problems({"minTaskMember": {}, "subGroupPolicy": []}, TASKS, PODS, EXPECTED)
+    assert neither and "neither minTaskMember" in neither[0]
