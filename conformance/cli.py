@@ -437,7 +437,7 @@ def run_command(
         counts = ", ".join(f"{v} {k}" for k, v in profile["counts"].items() if v)
         click.echo(f"  profile {profile['profile']:20} {profile['verdict']:9} {counts}", err=True)
     for test in report.get("tests", []):
-        if test["outcome"] in ("non-conformant", "error"):
+        if test["outcome"] in ("non-conformant", "warning", "error"):
             click.echo(f"  {test['outcome']:15} {test['id']}: {test['message'][:300]}", err=True)
     if report.get("error"):
         click.secho(f"error: {report['error']['message']}", fg="red", err=True)
@@ -492,6 +492,98 @@ def catalog_command(write_file: bool, check: bool) -> None:
         sys.exit(1 if problems else 0)
     else:
         click.echo(text, nl=False)
+
+
+@main.command("coverage")
+@click.option("--profile", "profiles", multiple=True, help="only these profiles (repeatable; default: all)")
+@click.option("--uncovered", "only_uncovered", is_flag=True, help="print only the uncovered MUST statements")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--spec-map",
+    "spec_map",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="the spec map to read [default: the packaged conformance/specmap.yaml]",
+)
+def coverage_command(
+    profiles: tuple[str, ...], only_uncovered: bool, output_format: str, spec_map: Path | None
+) -> None:
+    """How much of the spec the suite asserts: per profile and overall, the in-scope (ModelServing)
+    MUST and SHOULD statements of the spec map asserted by a behaviour, explained (not asserted,
+    with a reason) and gaps; then every uncovered MUST statement with its reason.
+
+    Exit 0; 2 on bad input (an unknown profile, a spec map that cannot be read or is invalid)."""
+    from .framework import catalog, specmap
+    from .framework.features import PROFILES, SelectionError, get_profile
+
+    try:
+        names = [get_profile(p).name for p in profiles] or list(PROFILES)
+    except SelectionError as exc:
+        click.secho(f"error: --profile: {exc}", fg="red", err=True)
+        sys.exit(2)
+    behaviours = catalog.collect()
+    try:
+        loaded = specmap.load(spec_map or specmap.SPECMAP_PATH, catalog=behaviours)
+    except specmap.SpecMapError as exc:
+        for line in exc.problems:
+            click.secho(f"error: {line}", fg="red", err=True)
+        sys.exit(2)
+    cov = specmap.coverage(loaded.statements)
+    rows = [p for p in cov.profiles if p.profile in names]
+    uncovered = [s for s in cov.uncovered if s.profile in names]
+    named = loaded.named_behaviours()
+    unmapped = sorted(b.id for b in behaviours if b.id not in named and b.profile.name in names)
+    if output_format == "json":
+        payload: dict[str, Any] = {"uncovered": [s.as_dict() for s in uncovered]}
+        if not only_uncovered:
+            payload = {
+                "specMap": {"file": loaded.source, "digest": loaded.digest, "statements": len(loaded.statements)},
+                "scope": specmap.IN_SCOPE,
+                "profiles": [_coverage_json(p) for p in rows],
+                "overall": _coverage_json(cov.overall),
+                **payload,
+                "unmappedBehaviours": unmapped,
+            }
+        click.echo(json.dumps(payload, indent=2))
+        return
+    if not only_uncovered:
+        click.echo(
+            f"spec map {loaded.source} ({loaded.digest[:19]}..., {len(loaded.statements)} statements); "
+            f"in scope: topic {specmap.IN_SCOPE}"
+        )
+        head = f"{'profile':20} {'MUST asserted':16} {'explained':>9} {'gaps':>5}  {'SHOULD asserted':16} {'gaps':>5}"
+        click.echo(head)
+        for p in [*rows, cov.overall]:
+            label = "all profiles" if p.profile == specmap.OVERALL else p.profile
+            click.echo(
+                f"{label:20} {_fraction(p.must):16} {p.must.explained:>9} {p.must.gaps:>5}  "
+                f"{_fraction(p.should):16} {p.should.gaps:>5}"
+            )
+    gaps = sum(1 for s in uncovered if s.reason == specmap.GAP)
+    click.echo(
+        f"uncovered MUST statements: {len(uncovered)} ({gaps} {'gap' if gaps == 1 else 'gaps'}, "
+        f"{len(uncovered) - gaps} explained){':' if uncovered else ''}"
+    )
+    for s in uncovered:
+        click.echo(f"  {s.id} ({s.where}, {s.profile})\n      {s.reason}: {s.detail}")
+    if unmapped and not only_uncovered:
+        click.echo(
+            f"{len(unmapped)} catalog behaviour(s) of these profiles assert no statement of the spec map "
+            "(--format json lists them)"
+        )
+
+
+def _fraction(f: Any) -> str:
+    from .framework.specmap import percent_text
+
+    return f"{f.asserted}/{f.total} ({percent_text(f.percent)})"
+
+
+def _coverage_json(p: Any) -> dict[str, Any]:
+    data: dict[str, Any] = p.as_dict()
+    for level, figures in (("must", p.must), ("should", p.should)):
+        data[level]["percent"] = None if figures.percent is None else round(figures.percent, 2)
+    return data
 
 
 @main.group("report")
