@@ -35,6 +35,7 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from . import faults
 from .api.types import GROUP, PLURAL, VERSION, ModelServing
 from .planner.eviction import Decision, decide, owner_of, prune
 from .planner.names import LABEL_NAME
@@ -55,6 +56,8 @@ def lease_name(ms: str) -> str:
 
 def refused(message: str) -> dict[str, Any]:
     """The AdmissionResponse fields that make the Eviction API answer HTTP 429 TooManyRequests."""
+    if faults.active("eviction-refused-forbidden"):  # refused, but not with the PodDisruptionBudget convention
+        return {"allowed": False, "status": {"code": 403, "reason": "Forbidden", "message": message}}
     return {
         "allowed": False,
         "status": {

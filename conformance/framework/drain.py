@@ -11,6 +11,10 @@ What ``kubectl drain --ignore-daemonsets`` does, and so what this does:
 * a Pod that is terminating is waited for, not evicted again;
 * the drain is done when no selected Pod is left on the node; any other answer is an error.
 
+``retry_refusals=True`` retries every refusal (any 4xx but 404), not only 429: the spec fixes no
+status code for a refused Eviction, and the conformance drain judges whether the budget lets a
+drain finish, not which code it refuses with (429 is a SHOULD of its own).
+
 Deadlines are cooperative (the drain checks its deadline between rounds) and the wait is the
 documented ``drain`` wait. :func:`plan` and :func:`classify` are pure and unit tested.
 """
@@ -98,11 +102,12 @@ class Answer(StrEnum):
     FAILED = "failed"  # anything else: the drain cannot go on
 
 
-def classify(status: int) -> Answer:
-    """What an Eviction's HTTP status means to a drain."""
+def classify(status: int, *, retry_refusals: bool = False) -> Answer:
+    """What an Eviction's HTTP status means to a drain (``retry_refusals``: every 4xx but 404 is
+    retried, as 429 always is)."""
     if status in (200, 201):
         return Answer.EVICTED
-    if status == 429:
+    if status == 429 or (retry_refusals and 400 <= status < 500 and status != 404):
         return Answer.RETRY
     if status == 404:
         return Answer.GONE
@@ -119,7 +124,7 @@ class DrainResult:
 
     node: str
     evicted: list[str] = field(default_factory=list)  # namespace/name, in order
-    refused: list[EvictionAnswer] = field(default_factory=list)  # every 429, in order
+    refused: list[EvictionAnswer] = field(default_factory=list)  # every retried refusal, in order
     rounds: int = 0
     seconds: float = 0.0
 
@@ -154,12 +159,14 @@ def drain(
     interval: float = 0.5,
     run_id: str = "",
     on_answer: Callable[[EvictionAnswer], None] | None = None,
+    retry_refusals: bool = False,
 ) -> DrainResult:
     """Cordon ``node`` and evict its (selected) Pods, retrying refusals, until none is left.
 
     Only Pods in ``namespace`` are looked at when it is given. Raises :class:`DrainError` on an
-    answer other than 201, 404 or 429, or when Pods are left at the deadline (naming them and
-    the last refusal). The caller uncordons (:func:`uncordon`) when it is done with the node."""
+    answer other than 201, 404 or 429 (or any refusal, with ``retry_refusals``), or when Pods are
+    left at the deadline (naming them and the last refusal). The caller uncordons
+    (:func:`uncordon`) when it is done with the node."""
     started = time.monotonic()
     deadline = started + timeout
     result = DrainResult(node)
@@ -175,7 +182,7 @@ def drain(
             answer = evict(kube, pod.namespace, pod.name)
             if on_answer is not None:
                 on_answer(answer)
-            kind = classify(answer.status)
+            kind = classify(answer.status, retry_refusals=retry_refusals)
             if kind is Answer.EVICTED:
                 result.evicted.append(pod.key)
                 last_refusal.pop(pod.key, None)

@@ -1,8 +1,8 @@
 """EvictionBudget: what the Eviction API answers under ``rolloutStrategy.evictionStrategy``.
 
 The tests observe ONLY the Eviction API's answers (``policy/v1`` Evictions, the ``pods/eviction``
-subresource ``kubectl drain`` uses) and the Pods: 201 for an Eviction the budget allows, 429 with
-a message for one it refuses, and from a Pod watch
+subresource ``kubectl drain`` uses) and the Pods: 201 for an Eviction the budget allows, a refusal
+(any 4xx but 404) for one it refuses, and from a Pod watch
 (:class:`~conformance.framework.rollout_watch.RolloutWatch`) the fewest ready ServingGroups or Role
 instances at any moment. How an implementation enforces the budget (a webhook on
 ``pods/eviction``, PodDisruptionBudgets, ...) is its own business.
@@ -15,7 +15,11 @@ subresource): it binds the Pods it wants to run and leaves a replacement Pending
 not ready, until the test lets it recover. Every budget boundary is then exact and deterministic.
 
 **Readings.** A ServingGroup (Role instance) is ready when all its Pods are Running and Ready and
-none is terminating; evicting any of its Pods disrupts the whole unit. Refused means HTTP 429.
+none is terminating; evicting any of its Pods disrupts the whole unit. Refused means any HTTP 4xx
+but 404 (the Pod gone): the spec fixes only the API, and a ``pods/eviction`` webhook answers 403
+unless it chooses otherwise. HTTP 429 with a message, what PodDisruptionBudgets answer and
+``kubectl drain`` retries, is the convention: one SHOULD behaviour
+(eviction/servinggroup/refusal-too-many-requests).
 Percentages are only used where they are exact (50% of 4 ServingGroups, 50% of 2 Role instances):
 the suite does not assert rounding (spec reading 28). Role instances are counted in one
 ServingGroup, where "per ServingGroup" and "across ServingGroups" agree.
@@ -191,9 +195,9 @@ def expect_allowed(answer: EvictionAnswer, what: str) -> None:
 
 def expect_budget_refused(answer: EvictionAnswer, what: str) -> None:
     assert answer.refused, (
-        f"{what}: expected the Eviction to be refused with HTTP 429 (the budget); answered {answer.describe()}"
+        f"{what}: expected the Eviction to be refused (HTTP 4xx, 429 by convention: the budget); answered "
+        f"{answer.describe()}"
     )
-    assert answer.message.strip(), f"{what}: the refusal (HTTP 429) must carry a message saying why; it has none"
 
 
 def evict_when_allowed(ms: ModelServings, pod: str, what: str) -> EvictionAnswer:

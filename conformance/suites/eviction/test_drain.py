@@ -1,5 +1,7 @@
-"""EvictionBudget under a node drain (cordon, then Evictions retried on HTTP 429, as
-``kubectl drain`` does): the drain finishes, and never takes ready ServingGroups below minAvailable.
+"""EvictionBudget under a node drain (cordon, then Evictions retried while refused, as
+``kubectl drain`` does on HTTP 429): the drain finishes, and never takes ready ServingGroups below
+minAvailable. Every refusal is retried, whatever its code: which code the budget refuses with is
+the SHOULD behaviour eviction/servinggroup/refusal-too-many-requests, not this one.
 
 Disruptive and cluster-wide (it cordons a node every test shares), so it runs in the serial pass.
 """
@@ -51,7 +53,12 @@ def test_drain_keeps_min_available(ms: ModelServings, manifest: Any, suite: Any)
     with RolloutWatch(ms, NAME, layout) as watch, binder.running():
         try:
             result = drain.drain(
-                ms.kube, drained, timeout=ms.timeouts.seconds("drain"), namespace=ms.ns, run_id=ms.run_id
+                ms.kube,
+                drained,
+                timeout=ms.timeouts.seconds("drain"),
+                namespace=ms.ns,
+                run_id=ms.run_id,
+                retry_refusals=True,
             )
         finally:
             drain.uncordon(ms.kube, drained)

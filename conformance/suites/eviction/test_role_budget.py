@@ -30,9 +30,9 @@ NAME = "roles"
 @behaviour(
     "eviction/role/role-min-available",
     "With protectionLevel Role, an Eviction that would leave fewer ready instances of a Role than its "
-    "roleMinAvailable (a number, or a percentage of its instances) MUST be refused with HTTP 429 and a message, "
-    "evicting a worker MUST count as disrupting its whole Role instance, Evictions within the budget MUST be "
-    "allowed, and a Role absent from roleMinAvailable MUST NOT be protected.",
+    "roleMinAvailable (a number, or a percentage of its instances) MUST be refused, evicting a worker MUST count "
+    "as disrupting its whole Role instance, Evictions within the budget MUST be allowed, and a Role absent from "
+    "roleMinAvailable MUST NOT be protected.",
     EVICTION,
     Feature.ROLE_EVICTION_BUDGET,
 )

@@ -28,8 +28,8 @@ V1, V2 = "registry.example/engine:v1", "registry.example/engine:v2"
 @behaviour(
     "eviction/servinggroup/during-rollout",
     "While a ServingGroupRollingUpdate (maxUnavailable 1 of 4) holds one ServingGroup down and minAvailable is "
-    "3, an Eviction of a Pod of a ready ServingGroup MUST be refused with HTTP 429, and once the update has "
-    "finished an Eviction MUST be allowed.",
+    "3, an Eviction of a Pod of a ready ServingGroup MUST be refused, and once the update has finished an Eviction "
+    "MUST be allowed.",
     EVICTION,
     Feature.EVICTION_BUDGET,
     requires=(Feature.ROLLING_UPDATE,),

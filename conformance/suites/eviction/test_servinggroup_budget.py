@@ -1,5 +1,6 @@
 """EvictionBudget: protectionLevel ServingGroup, minAvailable as a number and an exact percentage,
-a worker's Eviction disrupting its whole ServingGroup, and concurrent Evictions."""
+a worker's Eviction disrupting its whole ServingGroup, concurrent Evictions, and how a refusal is
+answered (HTTP 429, a SHOULD)."""
 
 from __future__ import annotations
 
@@ -63,8 +64,8 @@ def _boundary(ms: ModelServings, manifest: Any, min_available: int | str) -> Non
 @behaviour(
     "eviction/servinggroup/min-available",
     "With protectionLevel ServingGroup and minAvailable 2 of 4 ServingGroups, Evictions of Pods of two ready "
-    "ServingGroups MUST be allowed, a further Eviction that would leave fewer than 2 ready MUST be refused with "
-    "HTTP 429 and a message, and once the ServingGroups are ready again an Eviction MUST be allowed.",
+    "ServingGroups MUST be allowed, a further Eviction that would leave fewer than 2 ready MUST be refused, and "
+    "once the ServingGroups are ready again an Eviction MUST be allowed.",
     EVICTION,
     Feature.EVICTION_BUDGET,
 )
@@ -75,7 +76,7 @@ def test_min_available_number_bounds_evictions(ms: ModelServings, manifest: Any)
 @behaviour(
     "eviction/servinggroup/min-available-percent",
     "A percentage minAvailable MUST be taken of spec.replicas, so with 50% of 4 ServingGroups Evictions MUST be "
-    "allowed while 2 ServingGroups stay ready and refused with HTTP 429 below that.",
+    "allowed while 2 ServingGroups stay ready and refused below that.",
     EVICTION,
     Feature.EVICTION_BUDGET,
 )
@@ -87,7 +88,7 @@ def test_min_available_percentage_bounds_evictions(ms: ModelServings, manifest: 
     "eviction/servinggroup/worker-disrupts-group",
     "Evicting any Pod of a ServingGroup, a worker included, MUST count as disrupting that whole ServingGroup, so "
     "with minAvailable 3 of 4 an Eviction of a worker MUST use up the budget and an Eviction of the entry or "
-    "the worker of another ServingGroup MUST then be refused with HTTP 429.",
+    "the worker of another ServingGroup MUST then be refused.",
     EVICTION,
     Feature.EVICTION_BUDGET,
 )
@@ -138,7 +139,7 @@ def test_concurrent_evictions_keep_the_floor(ms: ModelServings, manifest: Any) -
         odd = [a for a in answers if not a.allowed and not a.refused]
         if any(a.status >= 500 for a in odd):
             raise Inconclusive(f"{what}: the server failed some Evictions: {shown}")
-        assert not odd, f"{what}: every Eviction not allowed must be refused with HTTP 429; answered {shown}"
+        assert not odd, f"{what}: every Eviction not allowed must be refused (HTTP 4xx); answered {shown}"
         # Top up sequentially (recovery held back): the budget is exactly 2 in all.
         evicted = {a.pod for a in allowed}
         rest = [group for group, pod in zip(g, targets, strict=True) if pod not in evicted]
@@ -152,3 +153,28 @@ def test_concurrent_evictions_keep_the_floor(ms: ModelServings, manifest: Any) -
                 expect_budget_refused(answer, f"{what}: evicting the worker of {group} after 2 allowed Evictions")
                 break
         expect_ready_floor(watch.snapshot_timeline(), layout, 4, what)
+
+
+@behaviour(
+    "eviction/servinggroup/refusal-too-many-requests",
+    "An Eviction the budget refuses SHOULD be answered with HTTP 429 Too Many Requests and a message saying why, as "
+    "PodDisruptionBudgets answer, so that kubectl drain retries it.",
+    EVICTION,
+    Feature.EVICTION_BUDGET,
+)
+def test_refusals_are_too_many_requests(ms: ModelServings, manifest: Any) -> None:
+    body = _body(manifest, 2, 2)
+    what = "minAvailable 2 of 2 ServingGroups (no Eviction fits the budget)"
+    binder = Binder(ms)
+    layout = start(ms, binder, body)
+    with RolloutWatch(ms, NAME, layout) as watch:
+        baseline = watch.latest()
+        g = groups_by_ordinal(baseline)
+        for group, member in ((g[0], "entry"), (g[-1], "worker")):
+            answer = ms.evict(pod_of(baseline, group, member).name)
+            expect_budget_refused(answer, f"{what}: evicting the {member} of {group}")
+            assert answer.too_many_requests, (
+                f"{what}: expected the refusal of the {member} of {group} to be HTTP 429 Too Many Requests (what "
+                f"kubectl drain retries); answered {answer.describe()}"
+            )
+            assert answer.message.strip(), f"{what}: the refusal (HTTP 429) should say why; it has no message"

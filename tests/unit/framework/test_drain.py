@@ -70,6 +70,16 @@ def test_classify_answers(status: int, answer: Answer) -> None:
     assert classify(status) is answer
 
 
+@pytest.mark.parametrize(
+    ("status", "answer"),
+    [(201, Answer.EVICTED), (429, Answer.RETRY), (403, Answer.RETRY), (422, Answer.RETRY), (400, Answer.RETRY),
+     (404, Answer.GONE), (500, Answer.FAILED), (503, Answer.FAILED)],
+)  # fmt: skip
+def test_classify_retrying_every_refusal(status: int, answer: Answer) -> None:
+    # The conformance drain: the refusal is the MUST, its code (429) the convention.
+    assert classify(status, retry_refusals=True) is answer
+
+
 # -- the drain loop against a scripted API ---------------------------------------------------------
 
 
