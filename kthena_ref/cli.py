@@ -183,11 +183,21 @@ MANIFESTS = ("crd", "rbac", "podgroup-crd", "controller")
 @click.option("--image", default="kthena-ref:dev", show_default=True, help="controller image (controller manifest)")
 @click.option("--ca-bundle-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="PEM CA that signed the webhook's serving certificate (controller manifest)")  # fmt: skip
-def manifests_command(which: tuple[str, ...], image: str, ca_bundle_file: Path | None) -> None:
+@click.option("--fault", "fault_names", multiple=True, metavar="NAME", type=click.Choice(sorted(faults.FAULTS)),
+              help=f"self-validation only: a fault the CRD schema carries (no-schema-defaults, ...); default: "
+              f"${faults.ENV}")  # fmt: skip
+def manifests_command(
+    which: tuple[str, ...], image: str, ca_bundle_file: Path | None, fault_names: tuple[str, ...]
+) -> None:
     """Print deployment manifests as YAML: the CRD, the ClusterRole, a minimal PodGroup CRD and the
     in-cluster controller (Deployment, Service, webhook configuration). Default: the first three."""
     import base64
 
+    try:
+        faults.configure(fault_names or faults.from_env())
+    except ValueError as exc:
+        _fail(str(exc), f"fix --fault or ${faults.ENV}")
+        return
     from .api.crd import crd
 
     docs: list[Any] = []

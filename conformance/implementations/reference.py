@@ -35,17 +35,18 @@ NAMESPACE = "kthena-system"
 SERVICE_ACCOUNT = "kthena-ref-controller"
 
 
-def _manifests(*which: str) -> list[dict[str, Any]]:
-    """``kthena-ref manifests WHICH...`` as objects (fresh copies: callers may change them)."""
-    return copy.deepcopy(_rendered_manifests(which))
+def _manifests(*which: str, faults: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """``kthena-ref manifests WHICH...`` as objects (fresh copies: callers may change them).
+    ``faults`` (self-validation only) are the reference faults the CRD schema carries."""
+    return copy.deepcopy(_rendered_manifests(which, faults))
 
 
 @functools.cache
-def _rendered_manifests(which: tuple[str, ...]) -> list[dict[str, Any]]:
+def _rendered_manifests(which: tuple[str, ...], faults: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Rendered once per process: a Python start-up per call cost every run (and every
     self-validation variant, which deploys the reference again) a second or two."""
     out = subprocess.run(
-        [sys.executable, "-m", "kthena_ref.cli", "manifests", *which],
+        [sys.executable, "-m", "kthena_ref.cli", "manifests", *which, *(f"--fault={f}" for f in faults)],
         capture_output=True,
         text=True,
         check=False,
@@ -95,12 +96,13 @@ def apply(api: Any, doc: dict[str, Any]) -> None:
         wait_for(f"{doc['kind']} {name} replaced", replace, timeout=30)
 
 
-def install(info: ClusterInfo, *, podgroup_crd: bool = True) -> None:
-    """The CRDs and the ClusterRole, Established and ready to use."""
+def install(info: ClusterInfo, *, podgroup_crd: bool = True, faults: tuple[str, ...] = ()) -> None:
+    """The CRDs and the ClusterRole, Established and ready to use. ``faults`` (self-validation
+    only): reference faults that live in the CRD schema (``no-schema-defaults``, ...) reach it."""
     from kubernetes import client
 
     api = api_client(info.kubeconfig, info.context)
-    docs = _manifests("crd", "rbac", *(["podgroup-crd"] if podgroup_crd else []))
+    docs = _manifests("crd", "rbac", *(["podgroup-crd"] if podgroup_crd else []), faults=faults)
     for doc in docs:
         apply(api, doc)
     ext: Any = client.ApiextensionsV1Api(api)

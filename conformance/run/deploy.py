@@ -20,7 +20,7 @@ def deploy_reference(info: ClusterInfo, secrets_dir: Path, report_dir: Path, fau
     from ..implementations import reference
 
     report_dir.mkdir(parents=True, exist_ok=True)
-    reference.install(info)
+    reference.install(info, faults=tuple(faults))  # faults of the CRD schema are in the CRD it installs
     kubeconfig = reference.token_kubeconfig(info, secrets_dir)
     webhook = reference.webhook_certificates(secrets_dir) if info.provider == "local" else None
     log = report_dir / "kthena-ref.log"

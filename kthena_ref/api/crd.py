@@ -19,6 +19,7 @@ import annotated_types
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from .. import faults
 from .podspec import load_snapshot
 from .types import GROUP, KIND, PLURAL, VERSION, ModelServingSpec, ModelServingStatus
 
@@ -133,6 +134,8 @@ def schema_of(annotation: Any, path: str, field: FieldInfo | None = None) -> dic
         schema = {"x-kubernetes-preserve-unknown-fields": True}
     elif isinstance(inner, type) and issubclass(inner, enum.Enum):
         schema = {"type": "string", "enum": [m.value for m in inner]}
+        if faults.active("enums-not-validated"):
+            del schema["enum"]
     elif isinstance(inner, type) and issubclass(inner, BaseModel):
         schema = model_schema(inner, path)
     elif inner is bool:
@@ -171,10 +174,12 @@ def model_schema(model: type[BaseModel], path: str) -> dict[str, Any]:
         child = f"{path}.{wire}" if path else wire
         prop = schema_of(field.annotation, child, field)
         if field.is_required():
-            required.append(wire)
+            if not (faults.active("entry-template-optional") and wire == "entryTemplate"):
+                required.append(wire)
         elif field.default is not None and not isinstance(field.default, (dict, list)):
             default = field.default
-            prop["default"] = default.value if isinstance(default, enum.Enum) else default
+            if not faults.active("no-schema-defaults"):
+                prop["default"] = default.value if isinstance(default, enum.Enum) else default
         properties[wire] = prop
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
