@@ -20,6 +20,7 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from . import faults
 from .api.types import GROUP, PLURAL, VERSION, ModelServing
 from .planner.plan import EVENT_SOURCE, Event, Plan, PodPatch
 from .runtime.informer import ensure_ok
@@ -82,7 +83,7 @@ class Executor:
             )
         for event in plan.events:
             await self.event(ms, event)
-        if plan.status:
+        if plan.status and not (faults.active("no-status-at-zero-replicas") and ms.spec.replicas == 0):
             await self.write_status(ms, plan.status, outcome)
         return outcome
 

@@ -47,7 +47,8 @@ def role_template(role: Role) -> dict[str, Any]:
     """The part of a Role that defines its Pods."""
     data = role.model_dump(by_alias=True, exclude_none=True, mode="json")
     for field in PACING_FIELDS:
-        data.pop(field, None)
+        if not (faults.active("replicas-in-revision") and field == "replicas"):
+            data.pop(field, None)
     return data
 
 
@@ -100,7 +101,11 @@ def build_pod(ms: ModelServing, roles: list[Role], revision: str, pid: PodId, *,
         annotations[ANNOTATION_PODGROUP] = group_name(ms.metadata.name, pid.ordinal)
         annotations[ANNOTATION_TASK_SPEC] = pid.role_id
     spec = copy.deepcopy(template.spec)
-    spec["schedulerName"] = ms.spec.scheduler_name
+    if not (faults.active("template-scheduler-name-wins") and spec.get("schedulerName")):
+        spec["schedulerName"] = ms.spec.scheduler_name
+    if faults.active("container-resources-dropped"):
+        for container in spec.get("containers") or []:
+            container.pop("resources", None)
     env = {"GROUP_SIZE": str(role.worker_replicas + 1), "WORKER_INDEX": str(pid.k)}
     if faults.active("wrong-group-size"):
         env["GROUP_SIZE"] = str(role.worker_replicas)
@@ -138,7 +143,7 @@ def controller_revision(ms: ModelServing, revision: str, roles: list[Role], numb
             "name": f"{ms.metadata.name}-{revision}",
             "namespace": ms.metadata.namespace,
             "labels": {LABEL_NAME: ms.metadata.name, LABEL_REVISION: revision},
-            "ownerReferences": [owner_reference(ms)],
+            "ownerReferences": [] if faults.active("revision-not-owned") else [owner_reference(ms)],
         },
         "data": {"roles": [r.model_dump(by_alias=True, exclude_none=True, mode="json") for r in roles]},
         "revision": number,

@@ -65,6 +65,9 @@ def recover(
             )
             if scope:  # survivors to rebuild; an emptied instance is simply created again later
                 rebuild(out, delete, group, pid, policy, f"pod {lost_name} was deleted", name, rebuilding)
+    if faults.active("emptied-group-wedged") and policy is RecoveryPolicy.SERVING_GROUP_RECREATE:
+        emptied = [p for o in range(observed.ms.spec.replicas) if o not in seen.groups for p in layout.expected(o)]
+        rebuilding |= {p.ordinal for p in emptied if pod_name(name, p.ordinal, p.role, p.index, p.k) in observed.lost}
     return rebuilding
 
 
