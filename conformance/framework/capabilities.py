@@ -46,6 +46,7 @@ qualified with the driver's own domain they equal the unqualified name, as in DR
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -443,28 +444,30 @@ NO_CAPABILITIES = (
 
 
 def effective_support(support: Support, capabilities: Sequence[Capabilities]) -> Support:
-    """The Accelerators feature is the driver's: supported exactly when capability files are given
-    (unless the implementation declares it unsupported with a reason, or lacks Core)."""
+    """The Accelerators features are the driver's: Accelerators (the implementation's Pods carry
+    their claims and run on allocated devices) and DriverCertification (what the DRA driver and the
+    scheduler do) are supported exactly when capability files are given (unless the implementation
+    declares one unsupported with a reason, or lacks Core; DriverCertification also needs
+    Accelerators)."""
     supported = set(support.supported)
     reasons = dict(support.unsupported_reasons)
-    declared_unsupported = Feature.ACCELERATORS in reasons and Feature.ACCELERATORS not in supported
-    if capabilities and not declared_unsupported and Feature.CORE in supported:
-        supported.add(Feature.ACCELERATORS)
-        reasons.pop(Feature.ACCELERATORS, None)
-    elif not declared_unsupported:
-        supported.discard(Feature.ACCELERATORS)
-        reasons[Feature.ACCELERATORS] = (
-            NO_CAPABILITIES
-            if not capabilities
-            else f"Accelerators requires Core, which {support.name} does not declare supported"
-        )
-    return Support(
-        name=support.name,
-        version=support.version,
-        supported=frozenset(supported),
-        unsupported_reasons=reasons,
-        source=support.source,
-    )
+    for feature in (Feature.ACCELERATORS, Feature.DRIVER_CERTIFICATION):
+        declared_unsupported = feature in reasons and feature not in supported
+        needs = Feature.CORE if feature is Feature.ACCELERATORS else Feature.ACCELERATORS
+        if capabilities and not declared_unsupported and needs in supported:
+            supported.add(feature)
+            reasons.pop(feature, None)
+        elif not declared_unsupported:
+            supported.discard(feature)
+            if not capabilities:
+                reasons[feature] = NO_CAPABILITIES
+            elif needs in reasons:
+                reasons[feature] = f"{feature.value} requires {needs.value}: {reasons[needs]}"
+            else:
+                reasons[feature] = (
+                    f"{feature.value} requires {needs.value}, which {support.name} does not declare supported"
+                )
+    return dataclasses.replace(support, supported=frozenset(supported), unsupported_reasons=reasons)
 
 
 # -- checks on what the cluster publishes ----------------------------------------------------------

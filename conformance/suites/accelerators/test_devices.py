@@ -1,5 +1,6 @@
 """Accelerators: the driver publishes what its capability file declares (DeviceClasses, devices per
-node, attributes). Read-only, so these share the cluster with other tests."""
+node, attributes). Read-only, so these share the cluster with other tests. What the driver
+publishes is driver certification (feature DriverCertification), not ModelServing conformance."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ ID_ATTRIBUTES = "accelerators/resource-slices/attributes"
     ID_CLASSES,
     "Every DeviceClass the capability file declares MUST exist in the cluster (SHOULD-level classes are warnings).",
     DRIVER_SPEC,
-    Feature.ACCELERATORS,
+    Feature.DRIVER_CERTIFICATION,
 )
 def test_device_classes_exist(
     kube: Any, capabilities: list[Capabilities], suite: Any, request: pytest.FixtureRequest
@@ -73,7 +74,7 @@ def _inventory_summary(capabilities: list[Capabilities], seen: dict[str, Any]) -
     "Every node matching a DeviceClass's selector MUST publish a ResourceSlice pool of its own with the declared "
     "number of devices, and at least minNodes nodes MUST match.",
     DRIVER_SPEC,
-    Feature.ACCELERATORS,
+    Feature.DRIVER_CERTIFICATION,
 )
 def test_every_selected_node_publishes_the_declared_devices(
     kube: Any, capabilities: list[Capabilities], suite: Any, timeouts: Timeouts, request: pytest.FixtureRequest
@@ -96,7 +97,7 @@ def test_every_selected_node_publishes_the_declared_devices(
     "Every device of a declared DeviceClass on a selected node MUST carry each MUST-level attribute and capacity "
     "with the declared type and constraints (SHOULD-level ones are warnings).",
     DRIVER_SPEC,
-    Feature.ACCELERATORS,
+    Feature.DRIVER_CERTIFICATION,
 )
 def test_devices_carry_the_declared_attributes(
     kube: Any, capabilities: list[Capabilities], suite: Any, timeouts: Timeouts, request: pytest.FixtureRequest

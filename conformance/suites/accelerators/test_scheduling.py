@@ -1,6 +1,13 @@
 """Accelerators: ModelServing Pods claiming devices through ResourceClaimTemplates are scheduled by
 the cluster's scheduler onto free devices, never sharing one, and give them back when they go.
 
+Which part judges whom: that the implementation's Pods carry their templates' claims and run on
+the devices allocated to them (one-device-per-pod) is implementation conformance (feature
+Accelerators). How many devices a claim gets, that none is shared, that an unsatisfiable claim
+stays Pending and that devices come free with their claims is what the DRA driver and the
+scheduler do: driver certification (feature DriverCertification), never held against the
+ModelServing implementation.
+
 Every test consumes devices cluster-wide, so all of them run alone (``serial``). Each DeviceClass
 of every capability file is exercised in turn; a problem with a SHOULD-level class is a warning.
 """
@@ -163,7 +170,7 @@ def test_one_device_per_pod(
     "A claim for maxDevicesPerClaim devices of a class MUST be allocated that many distinct devices, all on the "
     "node its Pod runs on.",
     ROLE_SPEC,
-    Feature.ACCELERATORS,
+    Feature.DRIVER_CERTIFICATION,
     serial=True,
     slow=True,
 )
@@ -201,7 +208,7 @@ def test_multi_device_claim(
     "A device MUST NOT be allocated to two claims: a ModelServing asking for one device more than are free gets "
     "every free device exactly once, and its remaining Pod stays Pending with the scheduler's reason.",
     DRIVER_SPEC,
-    Feature.ACCELERATORS,
+    Feature.DRIVER_CERTIFICATION,
     serial=True,
     slow=True,
 )
@@ -252,7 +259,7 @@ def test_devices_are_never_allocated_twice(
     "A Pod whose claim asks for more devices than any selected node has MUST stay Pending, reported Unschedulable "
     "by the scheduler, and the report MUST carry the scheduler's reason.",
     DRIVER_SPEC,
-    Feature.ACCELERATORS,
+    Feature.DRIVER_CERTIFICATION,
     serial=True,
     slow=True,
 )
@@ -293,7 +300,7 @@ def test_unsatisfiable_claim_stays_pending(
     "When a ModelServing is deleted its ResourceClaims MUST be deleted and every device it held MUST become "
     "allocatable to a new ModelServing.",
     ROLE_SPEC,
-    Feature.ACCELERATORS,
+    Feature.DRIVER_CERTIFICATION,
     serial=True,
     slow=True,
 )

@@ -25,7 +25,7 @@ from conformance.framework.capabilities import (
     semver,
 )
 from conformance.framework.features import Feature
-from conformance.framework.support import Support
+from conformance.framework.support import PodLabels, Support
 from conformance.runner import device_pools, fake_capability_files
 from fake_devices.drivers import GPU, NPU
 from fake_devices.publisher import desired_slice, plan
@@ -429,6 +429,27 @@ def test_accelerators_is_supported_exactly_when_capability_files_are_given(tmp_p
     # the report's view round-trips (verify reads it back)
     back = Support.from_report(effective_support(support(Feature.CORE), caps).as_report())
     assert back.supports(Feature.ACCELERATORS)
+
+
+def test_driver_certification_follows_accelerators(tmp_path: Path) -> None:
+    caps = [load_capabilities(write(tmp_path, VALID))]
+    given = effective_support(support(Feature.CORE), caps)
+    assert given.supports(Feature.DRIVER_CERTIFICATION)
+    without = effective_support(support(Feature.CORE, Feature.DRIVER_CERTIFICATION), [])
+    assert not without.supports(Feature.DRIVER_CERTIFICATION)
+    assert "no capability file was given" in without.reason(Feature.DRIVER_CERTIFICATION)
+    declined = effective_support(support(Feature.CORE, reasons={Feature.ACCELERATORS: "no DRA"}), caps)
+    assert not declined.supports(Feature.DRIVER_CERTIFICATION)
+    assert declined.reason(Feature.DRIVER_CERTIFICATION) == "DriverCertification requires Accelerators: no DRA"
+    only_driver = effective_support(support(Feature.CORE, reasons={Feature.DRIVER_CERTIFICATION: "no driver"}), caps)
+    assert only_driver.supports(Feature.ACCELERATORS) and not only_driver.supports(Feature.DRIVER_CERTIFICATION)
+
+
+def test_effective_support_keeps_the_declared_pod_labels(tmp_path: Path) -> None:
+    caps = [load_capabilities(write(tmp_path, VALID))]
+    labels = PodLabels("example.com/group", "example.com/instance")
+    declared = Support("impl", "1", frozenset({Feature.CORE}), {}, "flags", labels)
+    assert effective_support(declared, caps).pod_labels == labels
 
 
 # -- checks on published devices -----------------------------------------------------------------------

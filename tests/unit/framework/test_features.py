@@ -74,6 +74,8 @@ def test_prerequisites_are_known_and_acyclic() -> None:
         pytest.param(Feature.IN_PLACE_UPDATE, {Feature.ROLLING_UPDATE}, id="in-place-update"),
         pytest.param(Feature.IN_PLACE_FALLBACK, {Feature.IN_PLACE_UPDATE}, id="in-place-fallback"),
         pytest.param(Feature.PROGRESS_DEADLINE, {Feature.IN_PLACE_UPDATE}, id="progress-deadline"),
+        pytest.param(Feature.VOLCANO_POD_GROUP, {Feature.GANG_SCHEDULING}, id="volcano-pod-group"),
+        pytest.param(Feature.DRIVER_CERTIFICATION, {Feature.ACCELERATORS}, id="driver-certification"),
     ],
 )
 def test_prerequisites(feature: Feature, requires: set[Feature]) -> None:
@@ -107,6 +109,17 @@ def test_prerequisites(feature: Feature, requires: set[Feature]) -> None:
             set(),
             id="in-place-update",
         ),
+        # The spec states what gangPolicy requires, not Volcano's other PodGroup fields (minResources,
+        # the queue annotation) nor upstream's webhook rules (immutability): those are optional.
+        pytest.param(
+            "GangScheduling",
+            {"GangScheduling"},
+            {"VolcanoPodGroup", "GangPolicyImmutability", "NetworkTopology"},
+            id="gang-scheduling",
+        ),
+        # What the DRA driver and the scheduler do is driver certification, kept apart from the
+        # implementation's own part (its Pods carry their claims and run on allocated devices).
+        pytest.param("Accelerators", {"Accelerators"}, {"DriverCertification"}, id="accelerators"),
     ],
 )
 def test_profile_contents(profile: str, required: set[str], optional: set[str]) -> None:
