@@ -51,6 +51,7 @@ class Feature(StrEnum):
     EVICTION_BUDGET = "EvictionBudget"
     ROLE_EVICTION_BUDGET = "RoleEvictionBudget"
     ACCELERATORS = "Accelerators"
+    DRIVER_CERTIFICATION = "DriverCertification"
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,8 @@ FEATURES: dict[Feature, FeatureInfo] = dict(
         ),
         _info(
             Feature.ADMISSION,
-            "Invalid ModelServings are rejected at admission with a message naming the field.",
+            "Invalid ModelServings are refused at admission and not stored (the message naming the field is a "
+            "SHOULD).",
             Feature.CORE,
         ),
         _info(
@@ -179,19 +181,21 @@ FEATURES: dict[Feature, FeatureInfo] = dict(
         ),
         _info(
             Feature.GANG_SCHEDULING,
-            "With scheduler volcano, every ServingGroup gets a PodGroup whose minMember, minTaskMember, "
-            "minResources and queue follow gangPolicy (Roles missing from minRoleReplicas count in full).",
+            "GangPolicy through the gang scheduler's PodGroup (the spec's default scheduler volcano): one gang per "
+            "ServingGroup whose size (minMember) and per-Role requirement (minTaskMember or subGroupPolicy) follow "
+            "minRoleReplicas (Roles it does not name count in full).",
             Feature.CORE,
         ),
         _info(
             Feature.VOLCANO_POD_GROUP,
-            "Volcano's PodGroup mechanism (not spec text): PodGroup fields, queue annotation and per-Role task "
-            "members (minTaskMember or subGroupPolicy).",
+            "Volcano's PodGroup fields the spec does not state: minResources (the gang's summed requests) and the "
+            "queue from the scheduling.volcano.sh/queue-name annotation.",
             Feature.GANG_SCHEDULING,
         ),
         _info(
             Feature.GANG_POLICY_IMMUTABILITY,
-            "gangPolicy.minRoleReplicas is immutable and gangPolicy cannot be removed once set.",
+            "Upstream's webhook rules, not spec text: gangPolicy.minRoleReplicas is immutable, gangPolicy cannot be "
+            "removed once set, and minRoleReplicas keys must name Roles.",
             Feature.GANG_SCHEDULING,
         ),
         _info(
@@ -202,7 +206,8 @@ FEATURES: dict[Feature, FeatureInfo] = dict(
         _info(
             Feature.EVICTION_BUDGET,
             "With evictionStrategy protectionLevel ServingGroup, an Eviction that would leave fewer ready "
-            "ServingGroups than minAvailable is refused with HTTP 429; evicting any Pod disrupts its whole group.",
+            "ServingGroups than minAvailable is refused (HTTP 429 is a SHOULD); evicting any Pod disrupts its whole "
+            "group.",
             Feature.CORE,
         ),
         _info(
@@ -212,9 +217,16 @@ FEATURES: dict[Feature, FeatureInfo] = dict(
         ),
         _info(
             Feature.ACCELERATORS,
-            "A DRA driver publishes the devices its capability file declares, and ModelServing Pods claiming "
-            "them through ResourceClaimTemplates are scheduled onto free devices, never sharing one.",
+            "ModelServing Pods carry the device claims of their templates (ResourceClaimTemplates) and run on the "
+            "devices allocated to them: the implementation's part of accelerator scheduling.",
             Feature.CORE,
+        ),
+        _info(
+            Feature.DRIVER_CERTIFICATION,
+            "Driver certification, not implementation conformance: the DRA driver publishes the devices its "
+            "capability file declares, and the driver and scheduler allocate them exclusively, refuse claims no "
+            "node can satisfy and free them with their claims.",
+            Feature.ACCELERATORS,
         ),
     ]
 )
@@ -243,7 +255,8 @@ PROFILES: dict[str, Profile] = {
     for p in (
         _profile(
             "Core",
-            "The ModelServing API itself: workloads, admission, recovery and the scale subresource.",
+            "The ModelServing API itself: workloads, admission, recovery; optionally the scale subresource and "
+            "ControllerRevisions.",
             [Feature.CORE, Feature.ADMISSION, Feature.RECOVERY],
             [Feature.SCALE_SUBRESOURCE, Feature.CONTROLLER_REVISIONS, Feature.REVISION_HISTORY_LIMIT],
         ),
@@ -272,7 +285,8 @@ PROFILES: dict[str, Profile] = {
         ),
         _profile(
             "GangScheduling",
-            "The PodGroup contract for gang schedulers: one PodGroup per ServingGroup, gangPolicy immutability.",
+            "GangPolicy through the gang scheduler's PodGroup: one gang per ServingGroup sized by minRoleReplicas; "
+            "optionally Volcano's other PodGroup fields and gangPolicy immutability.",
             [Feature.GANG_SCHEDULING],
             [Feature.VOLCANO_POD_GROUP, Feature.GANG_POLICY_IMMUTABILITY, Feature.NETWORK_TOPOLOGY],
         ),
@@ -284,8 +298,10 @@ PROFILES: dict[str, Profile] = {
         ),
         _profile(
             "Accelerators",
-            "Accelerator scheduling through DRA, certified against a vendor's capability file.",
+            "Accelerator scheduling through DRA, against a vendor's capability file: the implementation's Pods "
+            "(Accelerators) and the certification of the DRA driver (DriverCertification).",
             [Feature.ACCELERATORS],
+            [Feature.DRIVER_CERTIFICATION],
         ),
     )
 }
