@@ -7,6 +7,11 @@ which the suite reports as not-supported.
 On the embedded cluster the kubelet is kwok, and the faults are kwok Stages keyed on the
 annotations below (see ``local/kwok-stages.yaml``). Setting the annotation is the whole
 interface, so it is deterministic and works from any client, including ``kubectl annotate``.
+
+An image that cannot be pulled needs no capability: a test names an image in the registry
+:data:`PULL_FAILS_REGISTRY` (:func:`unpullable`). ``.invalid`` is reserved and never resolves
+(RFC 2606, RFC 6761), so no such image can exist and a real kubelet fails its pull as surely as the
+embedded cluster's kwok stages do (ErrImagePull, then ImagePullBackOff; the container never runs).
 """
 
 from __future__ import annotations
@@ -17,6 +22,24 @@ from typing import Protocol
 
 FAULT_ANNOTATION = "conformance.kthena.io/fault"
 RESTARTS_ANNOTATION = "conformance.kthena.io/restarts"
+# Images in this registry never pull (kwok-stages.yaml spells the same prefix in its selectors).
+PULL_FAILS_REGISTRY = "pull-fails.conformance.invalid"
+# The container waiting reasons of a failed pull, in the order a kubelet shows them.
+PULL_FAILURE_REASONS = ("ErrImagePull", "ImagePullBackOff")
+
+
+def unpullable(image: str) -> str:
+    """``image`` moved to :data:`PULL_FAILS_REGISTRY` (same path and tag): an image no cluster can
+    pull. ``registry.example/engine:v2`` becomes ``pull-fails.conformance.invalid/engine:v2``."""
+    first, slash, rest = image.partition("/")
+    # A first component with a dot or colon (or localhost) names a registry; otherwise there is none.
+    path = rest if slash and ("." in first or ":" in first or first == "localhost") else image
+    return f"{PULL_FAILS_REGISTRY}/{path}"
+
+
+def is_unpullable(image: str) -> bool:
+    """Whether ``image`` is in :data:`PULL_FAILS_REGISTRY` (the embedded cluster fails its pull)."""
+    return image.startswith(PULL_FAILS_REGISTRY + "/")
 
 
 class Fault(enum.StrEnum):

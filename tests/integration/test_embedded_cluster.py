@@ -18,11 +18,11 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from conformance.cluster.faults import Fault, FaultInjector
+from conformance.cluster.faults import PULL_FAILURE_REASONS, Fault, FaultInjector, unpullable
 from conformance.cluster.pki import CertificateAuthority
 from conformance.cluster.provider import ClusterInfo
 from conformance.cluster.registry import get_provider
-from conformance.framework.waits import wait_for
+from conformance.framework.waits import holds_for, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -268,6 +268,152 @@ def test_pod_can_be_restarted_on_demand(core: client.CoreV1Api, namespace: str, 
         )
         assert condition(pod, "Ready") == "True"
         assert pod.status.container_statuses[0].last_state.terminated is not None
+
+
+def _set_condition(core: client.CoreV1Api, namespace: str, pod: str, kind: str, status: str) -> None:
+    """What a readiness gate's owner does: set its condition through the status subresource."""
+    core.patch_namespaced_pod_status(pod, namespace, {"status": {"conditions": [{"type": kind, "status": status}]}})
+
+
+def _ready_condition(core: client.CoreV1Api, namespace: str, pod: str, status: str) -> Any:
+    return wait_for(
+        f"pod {pod} Ready={status}",
+        lambda: core.read_namespaced_pod(pod, namespace),
+        until=lambda p: condition(p, "Ready") == status,
+    )
+
+
+def test_readiness_gates_are_never_set_and_ready_follows_them(core: client.CoreV1Api, namespace: str) -> None:
+    """As a kubelet: gate conditions are someone else's; Ready needs every one True, both ways."""
+    gates = ["example.com/load-balancer", "example.com/warm"]
+    core.create_namespaced_pod(namespace, pod_body("gated", readinessGates=[{"conditionType": g} for g in gates]))
+    pod = wait_for(
+        "pod gated Running with ready containers",
+        lambda: core.read_namespaced_pod("gated", namespace),
+        until=lambda p: p.status.phase == "Running" and condition(p, "ContainersReady") == "True",
+    )
+    assert condition(pod, "Ready") == "False", "a Pod whose gates are not set must not be Ready"
+    assert all(condition(pod, g) is None for g in gates), "the simulated kubelet must never set a gate"
+    ready = next(c for c in pod.status.conditions if c.type == "Ready")
+    assert ready.reason == "ReadinessGatesNotReady"
+    assert 'readiness gate "example.com/load-balancer" does not exist' in ready.message
+
+    _set_condition(core, namespace, "gated", gates[0], "True")
+    pod = wait_for(
+        "the first gate True",
+        lambda: core.read_namespaced_pod("gated", namespace),
+        until=lambda p: condition(p, gates[0]) == "True",
+    )
+    assert condition(pod, "Ready") == "False", "one gate of two True must not make the Pod Ready"
+    _set_condition(core, namespace, "gated", gates[1], "True")
+    pod = _ready_condition(core, namespace, "gated", "True")
+    assert not next(c for c in pod.status.conditions if c.type == "Ready").reason
+    _set_condition(core, namespace, "gated", gates[0], "False")
+    pod = _ready_condition(core, namespace, "gated", "False")
+    assert condition(pod, "ContainersReady") == "True"
+    _set_condition(core, namespace, "gated", gates[0], "True")
+    _ready_condition(core, namespace, "gated", "True")
+
+
+def test_a_not_ready_fault_cleared_on_a_gated_pod_waits_for_its_gate(
+    core: client.CoreV1Api, namespace: str, faults: FaultInjector
+) -> None:
+    core.create_namespaced_pod(namespace, pod_body("gated-flaky", readinessGates=[{"conditionType": "example.com/g"}]))
+    wait_for(
+        "containers ready",
+        lambda: core.read_namespaced_pod("gated-flaky", namespace),
+        until=lambda p: condition(p, "ContainersReady") == "True",
+    )
+    faults.inject(namespace, "gated-flaky", Fault.NOT_READY)
+    wait_for(
+        "ContainersReady=False",
+        lambda: core.read_namespaced_pod("gated-flaky", namespace),
+        until=lambda p: condition(p, "ContainersReady") == "False",
+    )
+    faults.inject(namespace, "gated-flaky", Fault.CLEAR)
+    pod = wait_for(
+        "ContainersReady=True again",
+        lambda: core.read_namespaced_pod("gated-flaky", namespace),
+        until=lambda p: condition(p, "ContainersReady") == "True",
+    )
+    assert condition(pod, "Ready") == "False", "clearing the fault must not make a Pod with an unset gate Ready"
+    _set_condition(core, namespace, "gated-flaky", "example.com/g", "True")
+    _ready_condition(core, namespace, "gated-flaky", "True")
+
+
+def _waiting_reasons(events: Any, name: str, stop_at: str, stream: watch.Watch) -> list[tuple[str, str, str]]:
+    """(phase, Ready, main container's waiting reason) in watch order, until ``stop_at`` is seen."""
+    seen: list[tuple[str, str, str]] = []
+    for event in events:
+        pod = event["object"]
+        main = next((s for s in pod.status.container_statuses or [] if s.name == "main"), None)
+        waiting = main.state.waiting.reason if main and main.state and main.state.waiting else ""
+        seen.append((pod.status.phase, condition(pod, "Ready") or "", waiting or ""))
+        if waiting == stop_at:
+            stream.stop()
+    return seen
+
+
+def test_a_new_pod_on_an_unpullable_image_stays_pending(core: client.CoreV1Api, namespace: str) -> None:
+    """ErrImagePull, then ImagePullBackOff; never Running, never Ready; the other container runs."""
+    body = pod_body("unpullable")
+    body["spec"]["containers"] = [
+        {"name": "main", "image": unpullable(IMAGE)},
+        {"name": "side", "image": IMAGE},
+    ]
+    stream = watch.Watch()
+    events = stream.stream(
+        core.list_namespaced_pod, namespace, field_selector="metadata.name=unpullable", timeout_seconds=60
+    )
+    core.create_namespaced_pod(namespace, body)
+    seen = _waiting_reasons(events, "unpullable", "ImagePullBackOff", stream)
+    reasons = [w for _, _, w in seen if w]
+    assert reasons[:1] == ["ErrImagePull"] and reasons[-1:] == ["ImagePullBackOff"], f"seen {seen}"
+    assert all(phase == "Pending" and ready != "True" for phase, ready, _ in seen), f"seen {seen}"
+    pod = holds_for(
+        "Pending and not Ready",
+        lambda: core.read_namespaced_pod("unpullable", namespace),
+        lambda p: p.status.phase == "Pending" and condition(p, "Ready") == "False",
+        seconds=3,
+    )
+    main, side = pod.status.container_statuses
+    assert (main.image, main.ready, main.restart_count) == (unpullable(IMAGE), False, 0)
+    assert side.state.running is not None and side.ready is True
+    assert pod.status.pod_ip, "the sandbox is up: the Pod has its IP while it waits"
+
+
+def test_an_in_place_patch_to_an_unpullable_image_fails_the_pull(core: client.CoreV1Api, namespace: str) -> None:
+    """As a kubelet after killing the container: waiting on the pull, NotReady, phase still Running,
+    the status naming the exited container's image; patching the image back restarts it."""
+    pod = ready_pod(core, namespace, "repull")
+    stream = watch.Watch()
+    events = stream.stream(
+        core.list_namespaced_pod,
+        namespace,
+        field_selector="metadata.name=repull",
+        resource_version=pod.metadata.resource_version,
+        timeout_seconds=60,
+    )
+    core.patch_namespaced_pod(
+        "repull", namespace, {"spec": {"containers": [{"name": "main", "image": unpullable(IMAGE)}]}}
+    )
+    seen = _waiting_reasons(events, "repull", "ImagePullBackOff", stream)
+    reasons = [w for _, _, w in seen if w]
+    assert reasons[:1] == ["ErrImagePull"] and reasons[-1:] == ["ImagePullBackOff"], f"seen {seen}"
+    pod = holds_for(
+        "Running, NotReady, waiting on the pull",
+        lambda: core.read_namespaced_pod("repull", namespace),
+        lambda p: p.status.phase == "Running" and condition(p, "Ready") == "False",
+        seconds=3,
+    )
+    main = pod.status.container_statuses[0]
+    assert (main.image, main.ready, main.restart_count) == (IMAGE, False, 0)
+    assert main.state.waiting.reason in PULL_FAILURE_REASONS
+    assert main.last_state.terminated is not None
+    core.patch_namespaced_pod("repull", namespace, {"spec": {"containers": [{"name": "main", "image": IMAGE}]}})
+    pod = _ready_condition(core, namespace, "repull", "True")
+    main = pod.status.container_statuses[0]
+    assert (main.image, main.restart_count) == (IMAGE, 1) and main.state.running is not None
 
 
 class _DenyForbidden(http.server.BaseHTTPRequestHandler):

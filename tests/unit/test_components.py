@@ -255,10 +255,13 @@ def test_kwok_config_rest_are_stages_with_unique_names(kwok_docs: list[dict[str,
         "pod-complete",
         "pod-delete",
         "kthena-pod-fail",
+        "kthena-pod-pull-fails",
+        "kthena-pod-pull-back-off",
         "kthena-pod-image-change",
         "kthena-pod-restart",
         "kthena-pod-not-ready",
         "kthena-pod-ready-again",
+        "kthena-pod-readiness-gates",
     ],
 )
 def test_kwok_config_has_stage(kwok_docs: list[dict[str, Any]], stage: str) -> None:

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from ..binaries import BinaryCache, BinarySet
 from ..errors import HarnessError
-from ..faults import FaultInjector
+from ..faults import PULL_FAILS_REGISTRY, FaultInjector
 from ..paths import runs_root
 from ..provider import ClusterInfo, Progress, Provider, kwok_fault_injector, quiet
 from ..spec import ClusterSpec
@@ -40,6 +40,9 @@ SIMULATED = (
     NO_DNS,
     "scheduler 'volcano': a kube-scheduler profile, emulated without gang semantics",
     "readiness, failures, restarts and in-place image changes: kwok Stages (deterministic, on demand)",
+    "readiness gates: never set by the simulated kubelet; a Pod is Ready only once every gate's condition is True",
+    f"image pulls: none; an image in {PULL_FAILS_REGISTRY}/ fails its pull (ErrImagePull, then ImagePullBackOff; "
+    "never Running, never Ready), also when patched into a running Pod",
 )
 # What a cluster with CoreDNS says instead of NO_DNS (the address is in ClusterInfo.details["dns"]).
 DNS_LINE = (
