@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import faults
 from . import inplace
 from .model import InstanceKey, Observed
 from .names import ANNOTATION_DELETION_COST, LABEL_REVISION, LABEL_ROLE_TEMPLATE_HASH, PodId, parse_pod_labels
@@ -37,6 +38,7 @@ class ObservedPod:
     role_hash: str = ""  # the role-template-hash label: which template of its Role it was built from
     in_place_since: dt.datetime | None = None  # an in-place update started and has not finished
     images_current: bool = True  # container statuses report the spec's images (checked while in place)
+    scheduler_name: str = ""  # spec.schedulerName: not part of a revision, so only the Pod tells it
     resource_version: str = ""
 
     @property
@@ -68,6 +70,8 @@ def observe_pod(pod: dict[str, Any], ms: str) -> ObservedPod | None:
     status = pod.get("status") or {}
     ready_condition: dict[str, Any] = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
     ready = ready_condition.get("status") == "True"
+    if faults.active("ready-ignores-readiness-gates") and (pod.get("spec") or {}).get("readinessGates"):
+        ready = all(bool(c.get("ready")) for c in status.get("containerStatuses") or [{}])
     restarts = sum(int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or [])
     restarts += sum(int(c.get("restartCount") or 0) for c in status.get("initContainerStatuses") or [])
     try:
@@ -75,6 +79,8 @@ def observe_pod(pod: dict[str, Any], ms: str) -> ObservedPod | None:
     except ValueError:
         cost = 0
     since = inplace.started(pod)
+    if faults.active("in-place-ready-on-patch") and since is not None and status.get("phase") == "Running":
+        ready, since = True, None  # the patch itself taken for a finished update
     return ObservedPod(
         pid=pid,
         name=meta["name"],
@@ -93,6 +99,7 @@ def observe_pod(pod: dict[str, Any], ms: str) -> ObservedPod | None:
         role_hash=labels.get(LABEL_ROLE_TEMPLATE_HASH, ""),
         in_place_since=since,
         images_current=since is None or inplace.images_current(pod),
+        scheduler_name=str((pod.get("spec") or {}).get("schedulerName") or ""),
         resource_version=meta.get("resourceVersion", ""),
     )
 

@@ -8,7 +8,7 @@ from conformance.cluster.faults import Fault
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
 from conformance.framework.modelserving import ModelServings
-from conformance.framework.rollout_watch import Layout, RolloutWatch, Snapshot
+from conformance.framework.rollout_watch import Layout, RolloutWatch
 from conformance.suites.rollout import expect_status_updated, never_gone, patch_roles, start, uids_of, with_image
 
 from . import STRATEGY, UPDATE_METHOD
@@ -104,39 +104,6 @@ def test_in_place_update_stays_within_the_budget(ms: ModelServings, manifest: An
 
 
 @behaviour(
-    "inplace/rollback",
-    "With updateMethod InPlace, changing the image back while an in-place update is unfinished MUST be accepted "
-    "and MUST bring the same Pods (same UIDs) back to the previous image.",
-    STRATEGY,
-    Feature.IN_PLACE_UPDATE,
-)
-def test_retargeting_rolls_back_in_place(ms: ModelServings, manifest: Any, faults: Any) -> None:
-    body = body_of(manifest, 1)
-    # Spec reading: the Pod held NotReady after its image patch must not be rebuilt for the
-    # restart while this test runs, whichever of restartGracePeriodSeconds or the (default, 1800 s)
-    # progress deadline an implementation applies to Pods being updated in place.
-    body["spec"]["template"]["restartGracePeriodSeconds"] = 3600
-    layout = start(ms, body)
-    what = "InPlace, v1 -> v2 with a Pod held NotReady, then back to v1"
-    with RolloutWatch(ms, NAME, layout) as watch:
-        uids = uids_of(list(watch.latest().pods))
-        held, _, _ = hold_worker(ms, faults, watch, layout)
-        patch_roles(ms, body, with_image(body, V2))
-
-        def patched(s: Snapshot) -> bool:
-            return s.uids() == uids and all(p.image == V2 for p in s.live())
-
-        watch.wait_for("rollout", f"{what}: every Pod patched to {V2} in place", patched)
-        rejection = ms.try_patch(NAME, {"spec": {"template": {"roles": with_image(body, V1)}}})
-        assert rejection is None, f"{what}: changing the image back during the update must be accepted: {rejection}"
-        clear(ms, faults, held)
-        settled = watch.wait_settled({"server": V1}, what)
-        timeline = watch.snapshot_timeline()
-    never_gone(timeline, uids, what)
-    assert settled.uids() == uids, f"{what}: expected the same Pods (UIDs) back on {V1}: {settled.describe()}"
-
-
-@behaviour(
     "inplace/progress-deadline-minimum",
     "A rolloutStrategy.progressDeadlineSeconds below 60 MUST be refused at admission and not stored, and 60 MUST be "
     "accepted.",
@@ -152,44 +119,6 @@ def test_progress_deadline_minimum(ms: ModelServings, manifest: Any) -> None:
     body["metadata"]["name"] = "deadline-60"
     rejection = ms.try_create(body)
     assert rejection is None, f"expected progressDeadlineSeconds 60 to be accepted; rejected: {rejection}"
-
-
-@behaviour(
-    "inplace/progress-deadline",
-    "When a ServingGroup updated in place is not ready on the target image progressDeadlineSeconds after the "
-    "update, the controller MUST report a Warning Event ProgressDeadlineExceeded and then MUST handle its unready "
-    "Pods by the RecoveryPolicy (RoleRecreate replaces them), not before the deadline.",
-    STRATEGY,
-    Feature.PROGRESS_DEADLINE,
-    slow=True,
-)
-def test_progress_deadline_hands_unready_pods_to_recovery(ms: ModelServings, manifest: Any, faults: Any) -> None:
-    deadline = 60
-    body = body_of(manifest, 1, progressDeadlineSeconds=deadline)
-    layout = start(ms, body)
-    what = f"InPlace, progressDeadlineSeconds {deadline}, a worker held NotReady"
-    with RolloutWatch(ms, NAME, layout) as watch:
-        _, victim, _ = hold_worker(ms, faults, watch, layout)
-        mark = watch.seq
-        patched_at = watch.elapsed()
-        patch_roles(ms, body, with_image(body, V2))
-        event = ms.wait_event(NAME, "ProgressDeadlineExceeded", wait="progress-deadline")
-        watch.wait_settled({"server": V2}, f"{what}: the held Pod replaced by the RecoveryPolicy", wait="recovery")
-        timeline = watch.snapshot_timeline()
-    assert event.type == "Warning", f"{what}: ProgressDeadlineExceeded must be a Warning Event, seen {event.type}"
-    assert (event.message or "").strip(), f"{what}: the ProgressDeadlineExceeded Event must say why"
-    patched = timeline.first_pod(lambda p: p.uid == victim and p.image == V2, since=mark)
-    assert patched is not None, (
-        f"{what}: the held Pod must be updated in place (its image patched) before the deadline handles it; "
-        f"it never was"
-    )
-    gone = timeline.gone_at(victim, since=mark)
-    assert gone is not None, f"{what}: the held Pod must be replaced after the deadline; it never was"
-    waited = gone.at - patched_at
-    assert waited >= deadline - 2, (
-        f"{what}: the held Pod was deleted {waited:.1f}s after the update, before progressDeadlineSeconds "
-        f"({deadline}s) passed: {gone.describe()}"
-    )
 
 
 @behaviour(
