@@ -35,6 +35,16 @@ FAULTS: dict[str, str] = {
         "scale-down removes the lowest ordinals (ServingGroup <ms>-0 first) regardless of readiness and "
         "pod-deletion-cost, instead of not-ready first, then the lowest summed cost, then the highest ordinal"
     ),
+    # Core (issue 13, H4): Role-level scale-down order; the Pod template's list-maps (a CRD fault: it reaches
+    # the CRD through `kthena-ref manifests --fault`)
+    "role-scale-down-highest-index": (
+        "a Role scaled down loses its highest instance indices regardless of readiness and pod-deletion-cost, "
+        "instead of not-ready first, then the lowest summed cost, then the highest index"
+    ),
+    "pod-template-list-maps-enforced": (
+        "the CRD embeds the PodSpec's list-maps as kube-apiserver publishes them, so it refuses pod templates a Pod "
+        "accepts: two hostAliases entries for one IP, two env entries of one name, two ports of one containerPort"
+    ),
     "wrong-worker-index": "worker Pods get WORKER_INDEX=k+1 (off by one); the entry Pod keeps WORKER_INDEX=0",
     "wrong-group-size": "every Pod gets GROUP_SIZE=workerReplicas instead of workerReplicas+1",
     "no-recovery": (
@@ -46,6 +56,58 @@ FAULTS: dict[str, str] = {
         "admission accepts a Role with workerReplicas > 0 and no workerTemplate (workers then run the entry template)"
     ),
     "no-entry-label": 'entry Pods lack the label modelserving.volcano.sh/entry: "true"',
+    # Core (issue 13, H3): the SHOULD halves split from MUST behaviours
+    "label-selector-selects-all": (
+        "status.labelSelector selects every Pod of the ModelServing (the other fair reading) instead of one per "
+        "ServingGroup"
+    ),
+    "admission-message-without-field": (
+        "the webhook's refusals give only the reasons, not the field paths (the CRD schema's messages are unchanged)"
+    ),
+    # Core (issue 13, H6): the CRD schema (these reach the CRD through `kthena-ref manifests --fault`)
+    "no-schema-defaults": "the CRD schema carries no default: omitted fields are stored omitted",
+    "enums-not-validated": "neither the CRD schema nor the webhook checks enum values (any string is stored)",
+    "entry-template-optional": "neither the CRD schema nor the webhook requires a Role's entryTemplate",
+    # Core (issue 13, H6): Pods, status, revisions, recovery
+    "container-resources-dropped": "Pods' containers lose the template's resources (requests and limits)",
+    "template-scheduler-name-wins": (
+        "a Pod template's own schedulerName is kept instead of being replaced by the ModelServing's"
+    ),
+    "available-counts-unready": "status.availableReplicas counts every ServingGroup, ready or not",
+    "current-revision-is-update": (
+        "status.currentRevision always reports the update revision (and currentReplicas counts its groups), "
+        "also while groups at an older revision remain"
+    ),
+    "no-status-at-zero-replicas": "a ModelServing with spec.replicas 0 never gets a status written",
+    "emptied-group-wedged": (
+        "under ServingGroupRecreate, a ServingGroup whose Pods were all deleted at once is never created again"
+    ),
+    "replicas-in-revision": "a Role's replicas are part of the revision: scaling a Role makes a new revision",
+    "revision-not-owned": "ControllerRevisions are created without an ownerReference to their ModelServing",
+    "revision-history-unbounded": "revisionHistoryLimit is ignored: non-live ControllerRevisions are never pruned",
+    # Core (issue 13, H8): recovery of restarted containers, restartGracePeriodSeconds
+    "none-recreates-restarted-pod": (
+        "recoveryPolicy None deletes (and so recreates) a Pod whose container restarted and is not ready, instead of "
+        "leaving the restart to the kubelet as a Deployment does"
+    ),
+    "servinggroup-recreate-ignores-restarts": (
+        "under ServingGroupRecreate a restarted container rebuilds only its Role instance, not its ServingGroup"
+    ),
+    "role-recreate-rebuilds-group": "recoveryPolicy RoleRecreate rebuilds the whole ServingGroup of a failed Pod",
+    "restart-grace-ignored": "restartGracePeriodSeconds is ignored: an error Pod's scope is rebuilt at once",
+    "live-revision-pruned": (
+        "only the update revision counts as live: the current revision and revisions groups still run are pruned "
+        "beyond revisionHistoryLimit"
+    ),
+    # Core and InPlaceUpdate (issue 13, H5): readiness as the kubelet reports it
+    "ready-ignores-readiness-gates": (
+        "a Pod with readiness gates counts as ready when all its containers are ready, ignoring its Ready "
+        "condition (so a gate that is not True does not keep its ServingGroup from being available)"
+    ),
+    "in-place-ready-on-patch": (
+        "a Pod updated in place counts as ready on the target image as soon as it is Running after the patch, "
+        "without waiting for the new image to run and the Pod to be Ready"
+    ),
     # Plugins
     "plugin-order-reversed": "the plugin chain runs in reverse list order (the first plugin's mutations win)",
     "chain-immutability-not-enforced": "admission accepts changes to spec.plugins on update",
@@ -54,6 +116,64 @@ FAULTS: dict[str, str] = {
     ),
     "demo-env-replaces": (
         "demo-pod-tweaks with config.env replaces every container's env with its own entries instead of appending"
+    ),
+    # Plugins (issue 13, H7): chain absent, scope forms, failures, recreated Pods, more chain changes
+    "omitted-plugins-implicit-headless": (
+        "a ModelServing without spec.plugins gets headless-service anyway (Entry and Discovery Services, "
+        "hostname, subdomain, ENTRY_ADDRESS), as controllers did before the opt-in model"
+    ),
+    "empty-plugins-implicit-headless": "a ModelServing with spec.plugins: [] gets headless-service anyway",
+    "scope-target-worker-ignored": "a plugin with scope.target Worker runs on entry Pods too",
+    "scope-roles-ignored-with-target": "a plugin whose scope sets a target other than All ignores scope.roles",
+    "scope-empty-roles-match-none": "a plugin with an explicit empty scope.roles runs on no Pod (instead of all)",
+    "scope-target-all-entry-only": "a plugin whose scope says target All skips worker Pods",
+    "recreated-pods-skip-plugins": (
+        "Pods created into a ServingGroup that still has Pods (a recreated Role instance, a replaced Pod) skip "
+        "the plugin chain"
+    ),
+    "plugin-config-error-skips-plugin": (
+        "a plugin config the plugin cannot decode is accepted at admission and the controller creates the Pods "
+        "without that plugin"
+    ),
+    "unknown-plugin-logged-only": (
+        "an unregistered plugin name is accepted at admission; the controller's reconcile then fails with a log "
+        "line only (no Event, no condition, no Pods)"
+    ),
+    "chain-append-allowed": "admission accepts an update that only appends plugins to a non-empty chain",
+    "chain-unlocked-after-rollout": (
+        "admission accepts any plugin chain change once the ModelServing's last spec change (a rollout) was observed"
+    ),
+    "scope-roles-change-allowed": "admission ignores scope.roles when comparing plugin chains",
+    "chain-unlocked-at-zero": "admission accepts adding the first plugin while spec.replicas is 0",
+    # HeadlessServiceDNS (issue 13, H7): scope, layout, Service lifecycle
+    "headless-scope-roles-ignored": (
+        "headless-service's Services are made for every Role with a workerTemplate, also Roles outside scope.roles"
+    ),
+    "discovery-selects-across-groups": (
+        "the Discovery Service selects the same Role instance of every ServingGroup (no ServingGroup in its selector)"
+    ),
+    "third-service-per-instance": "every in-scope Role instance gets a third, all-member headless Service",
+    "services-recreated-on-resync": (
+        "a reconcile replaces plugin Services older than 5 s (deleted, then created again with a new UID)"
+    ),
+    "services-kept-on-group-removal": "the Services of a removed ServingGroup's Role instances are never deleted",
+    "services-kept-on-role-scale-down": (
+        "the Services of a Role instance removed by a Role scale-down (its ServingGroup kept) are never deleted"
+    ),
+    "terminating-service-blocks-role": (
+        "no Pod of the ModelServing is created while one of its plugin Services is terminating"
+    ),
+    "service-ownership-unchecked": (
+        "cleanup deletes Services labelled like the plugin's that this ModelServing does not own"
+    ),
+    "legacy-dns-on-recreated-pods": (
+        "a ModelServing without plugins gets headless-service's hostname, subdomain and ENTRY_ADDRESS on Pods "
+        "recreated into an existing ServingGroup"
+    ),
+    "failed-service-delete-not-retried": "a plugin Service whose deletion request failed is never asked again",
+    "role-deletion-waits-for-services": (
+        "the Pods of a removed ServingGroup are deleted only once its Role instances' plugin Services are gone "
+        "(a finalizer on a Service holds the Role's deletion)"
     ),
     # HeadlessServiceDNS
     "no-discovery-service": (
@@ -89,12 +209,82 @@ FAULTS: dict[str, str] = {
         "did not change (instead of keeping their Pods)"
     ),
     "coordination-ignored": "roleCoordination is ignored: every Role rolls at its own pace",
+    # Rollout (issue 13, H8): roleCoordination's rules
+    "max-skew-any-form": "admission accepts a roleCoordination maxSkew that is not a percentage",
+    "coordination-participants-miss-last-role": (
+        "roleCoordination with an empty roles list leaves the last Role out of maxSkew (instead of every Role)"
+    ),
+    "skew-ratio-excludes-partition": (
+        "roleCoordination's Ready ratios are taken over the Roles' replicas minus their partition-protected "
+        "instances, instead of the entire formal replica count"
+    ),
+    "dependency-capacity-dropped": (
+        "a Role that others depend on updates all its instances within its budget while its callers still run old "
+        "instances (no old dependency capacity retained)"
+    ),
+    "dependency-closure-direct-only": (
+        "a dependency graph root waits only for its direct dependencies' target-version Ready capacity, not for its "
+        "whole dependency closure"
+    ),
+    "group-partition-refilled-at-update": (
+        "a deleted partition-protected ServingGroup comes back at the update revision instead of at the revision "
+        "it had (status.currentRevision)"
+    ),
+    "role-partition-refilled-at-update": (
+        "under RoleRollingUpdate a deleted partition-protected Role instance comes back at the update revision "
+        "instead of at the revision it had (status.currentRevision)"
+    ),
+    # Rollout (issue 13, H8): budget rules, defaults, settings that must not take effect
+    "unready-not-counted": (
+        "a rolling update counts as unavailable only the units it took down itself: a ServingGroup (or Role "
+        "instance) already unready when the update starts does not use up maxUnavailable"
+    ),
+    "default-max-unavailable-all": (
+        "an unset maxUnavailable (ServingGroup or Role) resolves to every replica instead of the default 1"
+    ),
+    "group-rollout-uses-role-settings": (
+        "ServingGroupRollingUpdate takes maxUnavailable from the first Role's own setting when it has one, "
+        "instead of ignoring Role-level rolling settings"
+    ),
+    "recreate-updates-in-place": (
+        "updateMethod Recreate (ServingGroupRollingUpdate) patches the images of existing Pods for an image-only "
+        "change, as InPlace does"
+    ),
+    "update-method-default-in-place": (
+        "with no rolloutStrategy, an image-only change patches the existing Pods instead of recreating them"
+    ),
     # InPlaceUpdate
     "in-place-ineligible-patched": (
         "updateMethod InPlace patches images even when the change is not image-only (the other changes are lost)"
     ),
     "no-fallback-event": "the in-place fallback to recreate emits no InPlaceUpdateFallback Event",
     "no-progress-deadline": "progressDeadlineSeconds never passes: a stuck in-place update is never recovered",
+    # InPlaceUpdate (issue 13, H8): the eligibility rules of PR 1882
+    "eligibility-ignores-worker-replicas": (
+        "updateMethod InPlace treats a change of a Role's workerReplicas as eligible"
+    ),
+    "eligibility-ignores-container-order": (
+        "updateMethod InPlace treats a change of the order of a template's containers as eligible"
+    ),
+    "eligibility-ignores-restart-policy": (
+        "updateMethod InPlace patches images also when the template's restartPolicy is not Always or a regular "
+        "container sets restartPolicy"
+    ),
+    "eligibility-ignores-pull-policy": (
+        "updateMethod InPlace treats an image change that changes the effective imagePullPolicy as eligible"
+    ),
+    "explicit-pull-policy-ignored": (
+        "in-place eligibility resolves imagePullPolicy from the image alone, ignoring an explicit setting, so a tag "
+        "change to latest falls back although the Pod's policy would not change"
+    ),
+    "eligibility-ignores-scheduler-name": (
+        "updateMethod InPlace patches the images of Pods that run under another scheduler than the ModelServing's "
+        "schedulerName (changed together with an image), instead of recreating them"
+    ),
+    "role-eligibility-whole-group": (
+        "under RoleRollingUpdate with updateMethod InPlace, every Role's changes are held against each Role: one "
+        "Role's ineligible change makes the others fall back too"
+    ),
     # EvictionBudget
     "eviction-budget-off-by-one": (
         "the eviction budget allows an Eviction that leaves minAvailable - 1 ready ServingGroups "
@@ -104,6 +294,20 @@ FAULTS: dict[str, str] = {
         "a percentage minAvailable / roleMinAvailable is rounded down instead of up (as PodDisruptionBudgets do)"
     ),
     "role-eviction-budget-ignored": "protectionLevel Role allows every Eviction (roleMinAvailable is not checked)",
+    # EvictionBudget (issue 13, H8): the other protection level's setting, roleMinAvailable keys
+    "min-available-applied-under-role": (
+        "with protectionLevel Role and minAvailable set, the eviction budget judges minAvailable (ServingGroups) "
+        "instead of roleMinAvailable"
+    ),
+    "role-min-available-applied-under-servinggroup": (
+        "with protectionLevel ServingGroup, an Eviction within minAvailable is still refused when it would leave "
+        "fewer ready instances of a Role than roleMinAvailable names"
+    ),
+    "role-min-available-keys-unchecked": "admission accepts roleMinAvailable keys that name no Role",
+    "eviction-refused-forbidden": (
+        "the eviction budget refuses with HTTP 403 Forbidden instead of 429 TooManyRequests (the PodDisruptionBudget "
+        "convention kubectl drain retries)"
+    ),
 }
 
 
