@@ -44,6 +44,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .. import faults
 from ..api.types import ModelServing, Role
 from ..plugins.base import PluginConfigError, Registry, normalized_chain
 from ..plugins.builtin import REGISTRY
@@ -114,6 +115,8 @@ def default_pull_policy(image: str) -> str:
 
 def effective_pull_policy(container: dict[str, Any]) -> str:
     policy = container.get("imagePullPolicy")
+    if faults.active("explicit-pull-policy-ignored"):
+        policy = None  # an explicit imagePullPolicy is not looked at: the image's default stands
     return str(policy) if policy else default_pull_policy(str(container.get("image") or ""))
 
 
@@ -231,6 +234,8 @@ def _compare_template(
         if o.get("image") != n.get("image"):
             images.append(ImageChange(role, which, str(n.get("name")), str(o.get("image")), str(n.get("image"))))
     patched = bool(images)
+    if faults.active("eligibility-ignores-restart-policy"):
+        patched = False  # the restartPolicy rules for templates whose images change are not checked
 
     # The Pod-level fields, restartPolicy by its resolved value.
     for key in sorted((set(old_spec) | set(new_spec)) - {"containers", "restartPolicy"}):
@@ -268,7 +273,7 @@ def _compare_template(
         findings.append(
             Finding(f"{spec_path}.containers[{i}]", f"{ONLY_IMAGES}; container {old_containers[i].get('name')} removed")
         )
-    if pairing.reordered:
+    if pairing.reordered and not faults.active("eligibility-ignores-container-order"):
         findings.append(
             Finding(
                 f"{spec_path}.containers",
@@ -287,7 +292,7 @@ def _compare_container(old: dict[str, Any], new: dict[str, Any], path: str, patc
     for key in sorted((set(old) | set(new)) - set(_CONTAINER_SPECIAL)):
         findings += _changes(old.get(key), new.get(key), path + _key(key), key)
     old_policy, new_policy = effective_pull_policy(old), effective_pull_policy(new)
-    if old_policy != new_policy:
+    if old_policy != new_policy and not faults.active("eligibility-ignores-pull-policy"):
         if old.get("imagePullPolicy") and new.get("imagePullPolicy"):
             reason = f"{ONLY_IMAGES}; imagePullPolicy changed from {old_policy} to {new_policy}"
         else:
@@ -323,6 +328,8 @@ def _compare_role(old: Role, new: Role, path: str) -> tuple[list[Finding], list[
     if old.name != new.name:
         findings.append(Finding(f"{path}.name", f"{ONLY_IMAGES}; role {old.name} renamed to {new.name}"))
     others = (set(old_data) | set(new_data)) - {"name", "entryTemplate", "workerTemplate"}
+    if faults.active("eligibility-ignores-worker-replicas"):
+        others.discard("workerReplicas")
     for key in sorted(others):  # workerReplicas, and any field a revision gains later
         findings += _changes(old_data.get(key), new_data.get(key), path + _key(key), key)
     for key, which in _TEMPLATES:

@@ -4,15 +4,20 @@ Why this module exists: under ``updateMethod: InPlace`` both rollouts (ServingGr
 instances) ask, for every outdated unit, whether an image patch can bring it to the update
 revision (:mod:`.eligibility`), and when it cannot they recreate it and say why in an
 ``InPlaceUpdateFallback`` Event. :class:`InPlaceFindings` asks once per revision (and Role) per
-reconcile; :func:`fallback_event` words the answer.
+reconcile, and adds what only a unit's Pods can show (a ModelServing ``schedulerName`` change is
+not part of a revision, but an image patch cannot move a Pod to another scheduler);
+:func:`fallback_event` words the answer.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from .. import faults
-from ..api.types import ModelServing, Role, UpdateMethod
+from ..api.types import ModelServing, Role, RolloutStrategyType, UpdateMethod
 from . import eligibility
 from .model import Event
+from .observe import ObservedPod
 
 
 class InPlaceFindings:
@@ -22,7 +27,7 @@ class InPlaceFindings:
         strategy = ms.spec.rollout_strategy
         self.enabled = strategy is not None and strategy.update_method is UpdateMethod.IN_PLACE
         if faults.active("recreate-updates-in-place") and strategy is not None:
-            self.enabled = True  # updateMethod Recreate patches images like InPlace
+            self.enabled |= strategy.type is RolloutStrategyType.SERVING_GROUP_ROLLING_UPDATE  # Recreate as InPlace
         if faults.active("update-method-default-in-place") and strategy is None:
             self.enabled = True  # with no rolloutStrategy, images are patched in place
         self._ms = ms
@@ -30,8 +35,11 @@ class InPlaceFindings:
         self._blockers = eligibility.plugin_blockers(ms) if self.enabled else []
         self._cache: dict[tuple[str, str | None], list[eligibility.Finding]] = {}
 
-    def group(self, revision: str, role: str | None = None) -> list[eligibility.Finding]:
-        """The findings against patching a unit at ``revision`` (one Role of it, when ``role``)."""
+    def group(
+        self, revision: str, role: str | None = None, pods: Iterable[ObservedPod] = ()
+    ) -> list[eligibility.Finding]:
+        """The findings against patching a unit at ``revision`` (one Role of it, when ``role``)
+        whose Pods are ``pods``."""
         key = (revision, role)
         if key not in self._cache:
             old = self._roles_at.get(revision)
@@ -40,13 +48,26 @@ class InPlaceFindings:
             elif faults.active("in-place-ineligible-patched"):
                 found = list(self._blockers)  # Pod template changes are not looked at
             else:
+                if faults.active("role-eligibility-whole-group"):
+                    role = None  # under RoleRollingUpdate, every Role's changes count against each Role
                 found = self._blockers + eligibility.check_roles(old, self._ms.spec.template.roles, role=role)
             self._cache[key] = found
-        return self._cache[key]
+        return self._cache[key] + self._scheduler(pods)
 
-    def in_place(self, revision: str, role: str | None = None) -> bool:
-        """In-place updates are on and a unit at ``revision`` is eligible."""
-        return self.enabled and not self.group(revision, role)
+    def _scheduler(self, pods: Iterable[ObservedPod]) -> list[eligibility.Finding]:
+        """A finding when Pods of the unit run under another scheduler than the ModelServing names."""
+        if faults.active("eligibility-ignores-scheduler-name"):
+            return []
+        want = self._ms.spec.scheduler_name
+        running = sorted({p.scheduler_name for p in pods if p.scheduler_name and p.scheduler_name != want})
+        if not running:
+            return []
+        reason = f"{eligibility.ONLY_IMAGES}; schedulerName changed from {', '.join(running)} to {want}"
+        return [eligibility.Finding("spec.schedulerName", reason)]
+
+    def in_place(self, revision: str, role: str | None = None, pods: Iterable[ObservedPod] = ()) -> bool:
+        """In-place updates are on and a unit at ``revision`` (with ``pods``) is eligible."""
+        return self.enabled and not self.group(revision, role, pods)
 
 
 def fallback_event(where: str, findings: list[eligibility.Finding]) -> Event:

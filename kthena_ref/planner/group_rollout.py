@@ -70,7 +70,9 @@ def step(
 ) -> rollout.Step | None:
     """This reconcile's rollout step over the observed groups (None: nothing is outdated)."""
     units = [
-        unit(g, update_rev, layout, delete, in_place=findings.in_place(g.revision)) for g in groups.values() if g.pods
+        unit(g, update_rev, layout, delete, in_place=findings.in_place(g.revision, pods=g.pods.values()))
+        for g in groups.values()
+        if g.pods
     ]
     return rollout.step(units, budget)
 
@@ -96,7 +98,7 @@ def apply(
         where = f"ServingGroup {group_name(name, ordinal)}"
         out.events.append(Event("Normal", "RoleDeleting", f"recreating {where} at revision {update_rev}"))
         if findings.enabled and not faults.active("no-fallback-event"):
-            out.events.append(fallback_event(where, findings.group(group.revision)))
+            out.events.append(fallback_event(where, findings.group(group.revision, pods=group.pods.values())))
     for ordinal in chosen.patch if chosen else []:
         patched.add(ordinal)
         group = groups[ordinal]

@@ -9,13 +9,32 @@ Each row is ``(fault, probe, off, on, overlaps)`` as in :mod:`.fault_cases_plugi
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
 from kthena_ref.admission.rules import validate
+from kthena_ref.api.types import RoleCoordination
+from kthena_ref.planner import coordination
+from kthena_ref.planner.coordination import RoleProgress, Start
+from kthena_ref.planner.eligibility import check_roles
 from kthena_ref.planner.eviction import decide
+from kthena_ref.planner.fallback import InPlaceFindings
 
-from .builders import MS, deleted, edit_spec, fresh_pods, ready, running_not_ready, set_image, world
+from .builders import (
+    MS,
+    T0,
+    container,
+    deleted,
+    edit_spec,
+    failed,
+    fresh_pods,
+    ready,
+    restarted,
+    running_not_ready,
+    set_image,
+    world,
+)
 
 
 def _first_step(ms: Any, unready: tuple[str, ...] = ()) -> Callable[[], list[str]]:
@@ -46,23 +65,117 @@ def _eviction_allowed(ms: Any, target: str, **strategy: Any) -> Callable[[], boo
     return probe
 
 
-def _role_min_available_key_errors() -> list[str]:
-    """Admission's answer to a roleMinAvailable key that names no Role."""
-    pod = {"spec": {"containers": [{"name": "c", "image": "engine:v1"}]}}
-    obj = {
-        "apiVersion": "workload.serving.volcano.sh/v1alpha1",
-        "kind": "ModelServing",
-        "metadata": {"name": "ms"},
-        "spec": {
-            "replicas": 1,
-            "rolloutStrategy": {"evictionStrategy": {"protectionLevel": "Role", "roleMinAvailable": {"x": 1}}},
-            "template": {"roles": [{"name": "r", "workerReplicas": 0, "entryTemplate": pod}]},
-        },
-    }
-    return [e.field for e in validate(obj)]
+def _admission_errors(strategy: dict[str, Any]) -> Callable[[], list[str]]:
+    """Admission's answer (the fields it names) to a ModelServing with rolloutStrategy ``strategy``."""
+
+    def probe() -> list[str]:
+        pod = {"spec": {"containers": [{"name": "c", "image": "engine:v1"}]}}
+        obj = {
+            "apiVersion": "workload.serving.volcano.sh/v1alpha1",
+            "kind": "ModelServing",
+            "metadata": {"name": "ms"},
+            "spec": {
+                "replicas": 1,
+                "rolloutStrategy": strategy,
+                "template": {"roles": [{"name": "r", "workerReplicas": 0, "entryTemplate": pod}]},
+            },
+        }
+        return [e.field for e in validate(obj)]
+
+    return probe
+
+
+def _findings(old: dict[str, Any], new: dict[str, Any], workers: tuple[int, int] = (0, 0)) -> Callable[[], list[str]]:
+    """The fields in-place eligibility reports between a Role with entry template ``old`` and one with ``new``."""
+
+    def probe() -> list[str]:
+        before = MS().role("r", 1, workers[0], entry=old, worker=old if workers[0] else None).build()
+        after = MS().role("r", 1, workers[1], entry=new, worker=new if workers[1] else None).build()
+        return [f.field for f in check_roles(before.spec.template.roles, after.spec.template.roles)]
+
+    return probe
+
+
+def _pod(*containers: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {"spec": {"containers": list(containers), **spec}}
+
+
+def _role_a_in_place() -> bool:
+    """RoleRollingUpdate, InPlace: Role a's image and Role b's command change together; may a be patched?"""
+    old = MS().role("a", 1, 0).role("b", 1, 0).rollout(type="RoleRollingUpdate").build()
+
+    def change(spec: dict[str, Any]) -> None:
+        spec["rolloutStrategy"]["updateMethod"] = "InPlace"
+        spec["template"]["roles"][0]["entryTemplate"]["spec"]["containers"][0]["image"] = "engine:v2"
+        spec["template"]["roles"][1]["entryTemplate"]["spec"]["containers"][0]["command"] = ["serve", "--new"]
+
+    new = edit_spec(old, change)
+    return InPlaceFindings(new, {"old": old.spec.template.roles}).in_place("old", "a")
+
+
+def _scheduler_and_image_change() -> list[str]:
+    """InPlace: schedulerName and the image change together: what the first step deletes (not patches)."""
+    ms = MS().scheduler("one").role("r", 1, 0).rollout(type="ServingGroupRollingUpdate").build()
+    w = world(edit_spec(ms, lambda spec: spec["rolloutStrategy"].update(updateMethod="InPlace")))
+    w.ms = edit_spec(w.ms, lambda spec: spec.update(schedulerName="two"))
+    w.ms = edit_spec(w.ms, set_image("engine:v2"))
+    return deleted(w.plan())
+
+
+def _recovery_step(ms: Any, victim: str, *, fail: bool = False, after: float = 1.0) -> Callable[[], list[str]]:
+    """``ms`` settled; ``victim`` restarted (and not Ready) or failed at T0: what a plan ``after`` s later deletes."""
+
+    def probe() -> list[str]:
+        w = world(ms)
+        w.pods[victim] = failed(w.pods[victim]) if fail else restarted(w.pods[victim], 1, since=T0)
+        w.now = T0 + dt.timedelta(seconds=after)
+        return deleted(w.plan())
+
+    return probe
+
+
+def _progress(replicas: int, target_ready: int, outdated: int) -> RoleProgress:
+    """A Role of single-Pod instances: ``target_ready`` updated and Ready, ``outdated`` old and Ready."""
+    return RoleProgress(replicas, target_ready, target_ready, outdated, outdated, spare=replicas > 1)
+
+
+def _dependency_starts(dependencies: list[dict[str, Any]], progress: dict[str, RoleProgress], role: str) -> list[int]:
+    """The starts of ``role`` (one per outdated instance) that roleCoordination allows now."""
+    starts = {r: [Start(i, True) for i in range(p.outdated)] for r, p in progress.items()}
+    coordinated = RoleCoordination.model_validate({"dependencies": dependencies})
+    return coordination.allowed(coordinated, progress, starts)[role]
 
 
 CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
+    # Recovery: a restarted container under each policy, and the grace period
+    (
+        "none-recreates-restarted-pod",
+        _recovery_step(MS().role("r", 1, 1).recovery("None").build(), "ms-0-r-0-1"),
+        [],
+        ["ms-0-r-0-1"],
+        (),
+    ),
+    (  # the group's other Pods go first, the restarted one last
+        "servinggroup-recreate-ignores-restarts",
+        _recovery_step(MS().role("a", 1, 0).role("b", 1, 0).recovery("ServingGroupRecreate").build(), "ms-0-a-0-0"),
+        ["ms-0-b-0-0"],
+        ["ms-0-a-0-0"],
+        ("no-recovery",),
+    ),
+    (
+        "role-recreate-rebuilds-group",
+        _recovery_step(MS().role("a", 1, 1).role("b", 1, 0).recovery("RoleRecreate").build(), "ms-0-a-0-1", fail=True),
+        ["ms-0-a-0-0"],
+        ["ms-0-a-0-0", "ms-0-b-0-0"],
+        ("no-recovery",),
+    ),
+    (
+        "restart-grace-ignored",
+        _recovery_step(MS().role("r", 1, 1).restart_grace(30).build(), "ms-0-r-0-1"),
+        [],
+        ["ms-0-r-0-0"],
+        (),
+    ),
     # Rollout: a group unready before the update uses up maxUnavailable 1; the fault also takes down another
     (
         "unready-not-counted",
@@ -124,9 +237,87 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
         False,
         (),
     ),
+    # Rollout: roleCoordination's rules (maxSkew's form is validated with the admission rules)
+    (
+        "coordination-participants-miss-last-role",
+        lambda: coordination.participants(RoleCoordination(roles=[]), ["a", "b", "c"]),
+        ["a", "b", "c"],
+        ["a", "b"],
+        (),
+    ),
+    (
+        "max-skew-any-form",
+        _admission_errors({"type": "RoleRollingUpdate", "roleCoordination": {"maxSkew": 1}}),
+        ["spec.rolloutStrategy.roleCoordination.maxSkew"],
+        [],
+        (),
+    ),
+    (  # a depends on b; b may update both its instances, but one old one stays while a is old
+        "dependency-capacity-dropped",
+        lambda: _dependency_starts(
+            [{"role": "a", "dependsOn": ["b"]}], {"a": _progress(2, 0, 2), "b": _progress(2, 0, 2)}, "b"
+        ),
+        [0],
+        [0, 1],
+        (),
+    ),
+    (  # a -> b -> c: b is Ready on its target, c is not: the root a waits
+        "dependency-closure-direct-only",
+        lambda: _dependency_starts(
+            [{"role": "a", "dependsOn": ["b"]}, {"role": "b", "dependsOn": ["c"]}],
+            {"a": _progress(1, 0, 1), "b": _progress(1, 1, 0), "c": _progress(1, 0, 1)},
+            "a",
+        ),
+        [],
+        [0],
+        (),
+    ),
+    # InPlaceUpdate: the eligibility rules
+    (
+        "eligibility-ignores-worker-replicas",
+        _findings(_pod(container()), _pod(container()), (1, 2)),
+        ["spec.template.roles[0].workerReplicas"],
+        [],
+        (),
+    ),
+    (
+        "eligibility-ignores-container-order",
+        _findings(_pod(container("a"), container("b")), _pod(container("b"), container("a"))),
+        ["spec.template.roles[0].entryTemplate.spec.containers"],
+        [],
+        (),
+    ),
+    (
+        "eligibility-ignores-restart-policy",
+        _findings(
+            _pod(container(), restartPolicy="OnFailure"), _pod(container(image="engine:v2"), restartPolicy="OnFailure")
+        ),
+        ["spec.template.roles[0].entryTemplate.spec.restartPolicy"],
+        [],
+        (),
+    ),
+    (
+        "eligibility-ignores-pull-policy",
+        _findings(_pod(container()), _pod(container(image="engine:latest"))),
+        ["spec.template.roles[0].entryTemplate.spec.containers[0].imagePullPolicy"],
+        [],
+        (),
+    ),
+    (
+        "explicit-pull-policy-ignored",
+        _findings(
+            _pod(container(imagePullPolicy="IfNotPresent")),
+            _pod(container(image="engine:latest", imagePullPolicy="IfNotPresent")),
+        ),
+        [],
+        ["spec.template.roles[0].entryTemplate.spec.containers[0].imagePullPolicy"],
+        (),
+    ),
+    ("role-eligibility-whole-group", _role_a_in_place, True, False, ()),
+    ("eligibility-ignores-scheduler-name", _scheduler_and_image_change, ["ms-0-r-0-0"], [], ()),
     (
         "role-min-available-keys-unchecked",
-        _role_min_available_key_errors,
+        _admission_errors({"evictionStrategy": {"protectionLevel": "Role", "roleMinAvailable": {"x": 1}}}),
         ["spec.rolloutStrategy.evictionStrategy.roleMinAvailable[x]"],
         [],
         (),
