@@ -120,7 +120,10 @@ def _decide(
     groups, layout = _observe(ms, pods, target, revisions)
     disrupted = {p.uid for g in groups.values() for p in g.pods.values() if p.deleting or p.uid in ledger}
 
-    if strategy.protection_level is ProtectionLevel.SERVING_GROUP:
+    group_level = strategy.protection_level is ProtectionLevel.SERVING_GROUP
+    if faults.active("min-available-applied-under-role") and strategy.min_available is not None:
+        group_level = True  # minAvailable judged at protectionLevel Role too (instead of roleMinAvailable)
+    if group_level:
         replicas = ms.spec.replicas
         threshold = intstr.resolve(
             strategy.min_available,
@@ -145,7 +148,8 @@ def _decide(
                 f"minAvailable {threshold} (evictionStrategy.minAvailable {_shown(strategy.min_available, 1)} "
                 f"of {replicas} replicas){state}; the whole ServingGroup {group} counts as disrupted",
             )
-        return Decision(True, f"evicting pod {name} leaves {after} ready ServingGroups of {where}", record=True)
+        if not (faults.active("role-min-available-applied-under-servinggroup") and strategy.role_min_available):
+            return Decision(True, f"evicting pod {name} leaves {after} ready ServingGroups of {where}", record=True)
 
     # protectionLevel Role
     if faults.active("role-eviction-budget-ignored"):
@@ -226,7 +230,7 @@ def _observe(
             return group.revision
         return update_rev
 
-    layout = Layout(roles_for, target_revision)
+    layout = Layout(roles_for, target_revision, groups)
     strategy = ms.spec.rollout_strategy
     if strategy is not None and strategy.type is RolloutStrategyType.ROLE_ROLLING_UPDATE:
         for group in groups.values():
