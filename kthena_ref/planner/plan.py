@@ -76,7 +76,7 @@ def plan(observed: Observed) -> Plan:
     report_conflicts(out, name, conflicts)
 
     revs = Revisions(ms, observed.revisions, groups)  # 2
-    layout = Layout(revs.roles_for, revs.target)
+    layout = Layout(revs.roles_for, revs.target, groups)
     role_rollout.seed(layout, ms, groups, revs)
 
     delete = Deleter(out, groups)  # 3

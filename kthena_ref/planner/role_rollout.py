@@ -6,7 +6,8 @@ group rolls each Role's instances with the Role's own budget (``maxUnavailable``
 (:mod:`.coordination`). Outdated instances are recreated or patched in place (:mod:`.fallback`);
 unchanged Roles keep their Pods and only their revision label moves. The result is written into
 the :class:`~.layout.Layout`: which instances each group has, each at its own revision.
-Without a rollout step a Role keeps the instances it has (:func:`steady_ids`).
+Without a rollout step a Role keeps the instances it has, and a Role scaled down loses its
+instances in :mod:`.scaledown`'s order (as ServingGroups do).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable
 
 from .. import faults
 from ..api.types import ModelServing, Role, RoleCoordination, RolloutStrategyType
-from . import coordination, inplace, intstr, rollout
+from . import coordination, inplace, intstr, rollout, scaledown
 from .deletions import Deleter
 from .fallback import InPlaceFindings, fallback_event
 from .layout import Instance, Layout, defined
@@ -46,29 +47,22 @@ def seed(layout: Layout, ms: ModelServing, groups: dict[int, Group], revs: Revis
 def role_instances(
     group: Group, roles: list[Role], roles_for: Callable[[str], list[Role]], update_rev: str
 ) -> list[Instance]:
-    """RoleRollingUpdate without a rollout step: indices below each Role's replicas, each at the
-    revision its Pods have (a missing one at the update revision)."""
+    """RoleRollingUpdate without a rollout step: ``role.replicas`` instances of each Role, the ones
+    the group has first (:func:`.scaledown.instance_ids`), each at the revision its Pods have (a
+    missing one at the update revision)."""
     by_instance = group.by_instance()
     out: list[Instance] = []
     for role in roles:
-        present = {
-            index: all(p.running_ready for p in pods)
+        candidates = [
+            scaledown.instance(index, pods, defined(roles_for, majority_revision(pods), role).worker_replicas + 1)
             for (name, index), pods in by_instance.items()
             if name == role.name
-        }
-        for index in steady_ids(present, role.replicas):
+        ]
+        for index in scaledown.instance_ids(candidates, role.replicas):
             pods = by_instance.get((role.name, index))
             rev = majority_revision(pods) if pods else update_rev
             out.append((defined(roles_for, rev, role), index, rev))
     return out
-
-
-def steady_ids(present: dict[int, bool], replicas: int) -> list[int]:
-    """The instance indices a Role keeps without a rollout: the ones it has (a surge instance that
-    outlived the rollout included), the not-ready then highest beyond ``replicas`` dropped, the
-    lowest free ones added up to ``replicas``. (``present``: index -> ready.)"""
-    keep = sorted(present, key=lambda i: (not present[i], i))[: max(0, replicas)]
-    return sorted(rollout.slots(set(keep), replicas))
 
 
 def role_pace(role: Role) -> rollout.Pace:
@@ -182,8 +176,10 @@ def roll_group(
                 if pod.revision != update_rev and not pod.deleting:
                     body = {"metadata": {"uid": pod.uid, "labels": {LABEL_REVISION: update_rev}}}
                     out.patch_pods.append(PodPatch(pod.name, pod.uid, pod.resource_version, body, "same template"))
-        if step is None:
-            ids = set(steady_ids({i: u.ready or u.terminating for i, u in present.items()}, role.replicas))
+        if step is None:  # a terminating instance counts as ready here: it is on its way back
+            cost = {i: sum(p.deletion_cost for p in by_instance[(role.name, i)]) for i in present}
+            candidates = [scaledown.Candidate(i, u.ready or u.terminating, cost[i]) for i, u in present.items()]
+            ids = set(scaledown.instance_ids(candidates, role.replicas))
         else:
             ids = (set(present) - set(step.remove)) | set(step.create)
         older = [instance_revs[(role.name, i)] for i, u in present.items() if u.outdated]

@@ -3,8 +3,9 @@
 Why this module exists: it settles the set of groups a reconcile keeps. Under
 ServingGroupRollingUpdate with outdated groups, one rollout step decides (:mod:`.group_rollout`:
 recreate within maxUnavailable, create within maxSurge, the partition protects). Otherwise plain
-scaling keeps ``spec.replicas`` groups: add the lowest missing ordinals, remove not-ready first,
-then the lowest summed pod-deletion-cost, then the highest ordinal. Inside every kept group, the
+scaling keeps ``spec.replicas`` groups: add the lowest missing ordinals, remove in
+:mod:`.scaledown`'s order (not-ready first, then the lowest summed pod-deletion-cost, then the
+highest ordinal, as for the instances of a Role). Inside every kept group, the
 Pods the :class:`~.layout.Layout` no longer wants (a Role scaled down) are removed too.
 """
 
@@ -14,12 +15,12 @@ from dataclasses import dataclass
 
 from .. import faults
 from ..api.types import ModelServing
-from . import group_rollout, rollout
+from . import group_rollout, rollout, scaledown
 from .deletions import Deleter
 from .fallback import InPlaceFindings
 from .layout import Layout
 from .model import Event, Plan
-from .names import PodId, group_name
+from .names import group_name
 from .observe import Group
 
 
@@ -33,26 +34,18 @@ class Scale:
     step: rollout.Step | None  # the ServingGroupRollingUpdate step, when there is one
 
 
-def scale_down_order(group: Group, expected: list[PodId]) -> tuple[int, int, int]:
-    """Sort key: not-ready first, then the lowest summed deletion cost, then the highest ordinal."""
-    if faults.active("scale-down-lowest-ordinal"):
-        return (0, 0, group.ordinal)
-    return (1 if group.ready(expected) else 0, group.deletion_cost(), -group.ordinal)
+def _lowest_ordinal_first(unit: scaledown.Candidate) -> tuple[int, ...]:
+    return (unit.id,)
 
 
 def choose_groups(groups: dict[int, Group], replicas: int, layout: Layout) -> tuple[set[int], list[Group]]:
-    """(ordinals to keep or create, groups to remove)."""
-    existing = sorted(groups.values(), key=lambda g: scale_down_order(g, layout.expected(g.ordinal)))
-    victims: list[Group] = []
-    while len(existing) - len(victims) > replicas:
-        victims.append(existing[len(victims)])
-    kept = {g.ordinal for g in existing} - {g.ordinal for g in victims}
-    ordinal = 0
-    while len(kept) < replicas:
-        if ordinal not in groups:
-            kept.add(ordinal)
-        ordinal += 1
-    return kept, victims
+    """(ordinals to keep or create, groups to remove), in :mod:`.scaledown`'s order."""
+    candidates = [
+        scaledown.Candidate(g.ordinal, g.ready(layout.expected(g.ordinal)), g.deletion_cost()) for g in groups.values()
+    ]
+    key = _lowest_ordinal_first if faults.active("scale-down-lowest-ordinal") else scaledown.order
+    kept, victims = scaledown.choose(candidates, replicas, key)
+    return set(kept), [groups[o] for o in victims]
 
 
 def decide(
