@@ -87,7 +87,7 @@ def plan(observed: Observed) -> Plan:
 
     findings = InPlaceFindings(ms, revs.roles_at)  # 5
     chosen = scale.decide(ms, groups, layout, revs.update, findings, delete)
-    revs.settle(chosen.protected)
+    revs.settle(chosen.protected, role_rollout.protected_instances(ms, groups, chosen.kept))
     kept = chosen.kept
     scale.remove_groups(out, name, chosen.victims, delete)
     role_patched = role_rollout.roll(out, ms, seen, kept, layout, revs, findings, delete, now)

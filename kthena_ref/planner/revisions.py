@@ -11,13 +11,15 @@ counts only revisions no group runs).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from typing import Any
 
+from .. import faults
 from ..api.types import ModelServing, Role
-from .model import Plan
+from .model import InstanceKey, Plan
 from .names import LABEL_REVISION
 from .observe import Group
-from .pods import controller_revision, revision_of
+from .pods import controller_revision, revision_of, role_template_hash
 
 
 def roles_by_revision(ms: ModelServing, revisions: list[dict[str, Any]]) -> dict[str, list[Role]]:
@@ -41,21 +43,41 @@ def roles_by_revision(ms: ModelServing, revisions: list[dict[str, Any]]) -> dict
     }
 
 
+def template_changed(known: dict[str, list[Role]], old: str, new: str, role: str) -> bool:
+    """Role ``role``'s template differs between revisions ``old`` and ``new`` (both known to have it)."""
+    if old == new or old not in known or new not in known:
+        return False
+    before = next((r for r in known[old] if r.name == role), None)
+    after = next((r for r in known[new] if r.name == role), None)
+    return before is not None and after is not None and role_template_hash(before) != role_template_hash(after)
+
+
 def current_revision(
-    ms: ModelServing, groups: dict[int, Group], update_rev: str, known: dict[str, list[Role]], protected: set[int]
+    ms: ModelServing,
+    groups: dict[int, Group],
+    update_rev: str,
+    known: dict[str, list[Role]],
+    protected: set[int],
+    role_protected: Collection[InstanceKey] = (),
 ) -> str:
     """The revision of the groups not (yet) updated.
 
-    It stays what status recorded while an older revision is still running or still protected by
-    the partition (so a protected group rebuilt by recovery comes back at it), and becomes the
-    update revision once no group runs anything else.
+    It stays what status recorded while an older revision is still running (in a whole group, or
+    in some Role instances of a group under RoleRollingUpdate) or still protected by a partition:
+    the ServingGroup partition (``protected`` ordinals), or a Role's partition (``role_protected``
+    instances, when that Role's template changed since). So a protected group or Role instance
+    rebuilt by recovery comes back at it. It becomes the update revision once nothing else runs.
     """
     previous = ms.status.current_revision if ms.status else None
     older = Counter(g.revision for g in groups.values() if g.pods and g.revision != update_rev)
-    if previous and previous != update_rev and previous in known and (older or protected):
+    stale = Counter(p.revision for g in groups.values() for p in g.pods.values() if p.revision != update_rev)
+    held = bool(previous) and any(template_changed(known, previous or "", update_rev, r) for _, r, _ in role_protected)
+    if previous and previous != update_rev and previous in known and (older or stale or protected or held):
         return previous
     if older:
         return older.most_common(1)[0][0]
+    if stale:
+        return stale.most_common(1)[0][0]
     return update_rev
 
 
@@ -72,6 +94,7 @@ class Revisions:
         self.roles_at = roles_by_revision(ms, revisions)
         self.current = self.update
         self.protected: set[int] = set()  # ordinals the partition protects
+        self.role_protected: set[InstanceKey] = set()  # Role instances the Roles' partitions protect
 
     def roles_for(self, rev: str) -> list[Role]:
         """The Roles of revision ``rev`` (the current spec's when it is not known)."""
@@ -82,12 +105,22 @@ class Revisions:
         group = self._groups.get(ordinal)
         if group is not None and group.pods:
             return group.revision if group.revision in self.roles_at else self.update
+        if faults.active("group-partition-refilled-at-update"):
+            return self.update
         return self.current if ordinal in self.protected else self.update
 
-    def settle(self, protected: set[int]) -> None:
-        """Fix the protected ordinals and, from them, the current revision."""
+    def settle(self, protected: set[int], role_protected: set[InstanceKey] | None = None) -> None:
+        """Fix the protected ordinals (and Role instances) and, from them, the current revision."""
         self.protected = protected
-        self.current = current_revision(self._ms, self._groups, self.update, self.roles_at, protected)
+        self.role_protected = role_protected or set()
+        self.current = current_revision(
+            self._ms, self._groups, self.update, self.roles_at, protected, self.role_protected
+        )
+
+    def holds_back(self, key: InstanceKey) -> bool:
+        """A Role instance its Role's partition protects from a change of its template: rebuilt, it
+        comes back at the current revision, as it was."""
+        return key in self.role_protected and template_changed(self.roles_at, self.current, self.update, key[1])
 
 
 def plan_revisions(

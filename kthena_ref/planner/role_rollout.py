@@ -13,7 +13,6 @@ instances in :mod:`.scaledown`'s order (as ServingGroups do).
 from __future__ import annotations
 
 import datetime as dt
-from collections import Counter
 from collections.abc import Callable
 
 from .. import faults
@@ -62,6 +61,22 @@ def role_instances(
             pods = by_instance.get((role.name, index))
             rev = majority_revision(pods) if pods else update_rev
             out.append((defined(roles_for, rev, role), index, rev))
+    return out
+
+
+def protected_instances(ms: ModelServing, groups: dict[int, Group], kept: set[int]) -> set[InstanceKey]:
+    """The Role instances the Roles' partitions protect in the kept groups that exist (nothing
+    under another strategy): the first ``partition`` of each Role's instances in ascending index
+    order, a missing one counted at the lowest free index (where it comes back)."""
+    out: set[InstanceKey] = set()
+    if not enabled(ms):
+        return out
+    for ordinal in sorted(kept & set(groups)):
+        indices = groups[ordinal].by_instance()
+        for role in ms.spec.template.roles:
+            present = {index for name, index in indices if name == role.name}
+            ids = rollout.protected_ids(rollout.slots(present, role.replicas), role_pace(role).partition)
+            out |= {(ordinal, role.name, index) for index in ids}
     return out
 
 
@@ -182,12 +197,13 @@ def roll_group(
             ids = set(scaledown.instance_ids(candidates, role.replicas))
         else:
             ids = (set(present) - set(step.remove)) | set(step.create)
-        older = [instance_revs[(role.name, i)] for i, u in present.items() if u.outdated]
         for index in sorted(ids):
             if index in present:
                 rev = instance_revs[(role.name, index)]
-            elif step is not None and index in step.protected and older:
-                rev = Counter(older).most_common(1)[0][0]  # a protected instance comes back as it was
+            elif revs.holds_back((group.ordinal, role.name, index)):
+                rev = revs.current  # a protected instance comes back as it was
+                if faults.active("role-partition-refilled-at-update"):
+                    rev = update_rev
             else:
                 rev = update_rev
             instances.append((defined(revs.roles_for, rev, role), index, rev))

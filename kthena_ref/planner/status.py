@@ -60,7 +60,13 @@ def build(
     available = sum(
         1 for g in present if g.ordinal in kept and not g.terminating and g.ready(layout.expected(g.ordinal))
     )
-    updated = sum(1 for g in present if not g.terminating and all(p.revision == update_rev for p in g.live_pods()))
+    updated = sum(  # every Pod it runs, and every Role instance it should have, at the update revision
+        1
+        for g in present
+        if not g.terminating
+        and all(p.revision == update_rev for p in g.live_pods())
+        and all(rev == update_rev for _, _, rev in layout.instances(g.ordinal))
+    )
     reported_current = current_rev if updated < ms.spec.replicas else update_rev
     current = sum(1 for g in present if g.revision == reported_current and not g.terminating)
     replicas = len(present)
