@@ -6,7 +6,9 @@ truth: the kube-apiserver's own OpenAPI v3 document (``/openapi/v3/api/v1``), co
 a CRD-compatible structural schema (references inlined, descriptions and object defaults dropped,
 Quantity and IntOrString as ``x-kubernetes-int-or-string``). The result is checked in as
 ``podspec-<minor>.json`` and refreshed with ``kthena-ref crd --refresh-podspec`` against a cluster
-of the pinned version, so generating the CRD needs no cluster.
+of the pinned version, so generating the CRD needs no cluster. The lists kube-apiserver marks as
+list-maps but does not key for a Pod (:data:`UNENFORCED_LISTS`) are made atomic when the snapshot is
+loaded, so the CRD accepts every pod template a Pod accepts.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+
+from .. import faults
 
 SNAPSHOT = Path(__file__).with_name("podspec-v1.36.json")
 POD_SPEC = "io.k8s.api.core.v1.PodSpec"
@@ -37,6 +41,22 @@ SPECIAL: dict[str, dict[str, Any]] = {
     "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
 }
 KEEP_EXTENSIONS = {"x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type"}
+# List-maps (and sets) of the PodSpec whose keys kube-apiserver does NOT require unique for a Pod:
+# its Go validation lets duplicates through (at most with a warning); the list-map markers serve
+# server-side apply. A CRD schema enforces every list-map key, so embedded as they are these would
+# refuse pod templates a Pod accepts: :func:`load_snapshot` makes them atomic lists. Measured
+# against kube-apiserver v1.36.3 with dry-run Pods: two hostAliases entries for one IP, two env
+# entries or imagePullSecrets of one name, two ports of one containerPort and protocol, an exit
+# code twice in restartPolicyRules[].exitCodes.values are accepted; repeated containers, volumes,
+# volumeMounts, volumeDevices, resourceClaims, resources.claims, schedulingGates and
+# topologySpreadConstraints keys are refused, so those stay list-maps. (Paths in the PodSpec.)
+CONTAINER_KINDS = ("containers", "initContainers", "ephemeralContainers")
+UNENFORCED_LISTS = (
+    "hostAliases",
+    "imagePullSecrets",
+    *(f"{kind}[].{field}" for kind in CONTAINER_KINDS for field in ("env", "ports")),
+    *(f"{kind}[].restartPolicyRules[].exitCodes.values" for kind in CONTAINER_KINDS),
+)
 DROP = {
     "description",
     "x-kubernetes-patch-merge-key",
@@ -103,12 +123,30 @@ def pod_spec_from_openapi(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_snapshot() -> dict[str, Any]:
-    """The checked-in structural PodSpec schema."""
+    """The checked-in structural PodSpec schema, with the lists a Pod does not key made atomic."""
     data = json.loads(SNAPSHOT.read_text())
     schema = data["schema"] if isinstance(data, dict) else None
     if not isinstance(schema, dict):
         raise ValueError(f"{SNAPSHOT} holds no schema: regenerate it with `kthena-ref crd --refresh-podspec`")
+    if not faults.active("pod-template-list-maps-enforced"):
+        for path in UNENFORCED_LISTS:
+            unkeyed(schema, path)
     return schema
+
+
+def unkeyed(schema: dict[str, Any], path: str) -> None:
+    """Make the list-map or set at ``path`` (dotted; ``[]`` steps into a list's items) an atomic
+    list; a path the schema lacks (an older PodSpec) is left alone."""
+    node: Any = schema
+    for part in path.split("."):
+        node = (node.get("properties") or {}).get(part.removesuffix("[]"))
+        if node is not None and part.endswith("[]"):
+            node = node.get("items")
+        if not isinstance(node, dict):
+            return
+    if node.get("x-kubernetes-list-type") in ("map", "set"):
+        node["x-kubernetes-list-type"] = "atomic"
+        node.pop("x-kubernetes-list-map-keys", None)
 
 
 def write_snapshot(schema: dict[str, Any], source: str) -> None:
