@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..api.types import ModelServing, RecoveryPolicy
+from .. import faults
+from ..api.types import ModelServing, PluginSpec, RecoveryPolicy
 from ..plugins.base import BoundPlugin, PluginError
+from ..plugins.builtin import HEADLESS, REGISTRY
 from .deletions import Deleter
 from .hooks import run_pod_create
 from .layout import Layout
@@ -58,14 +60,22 @@ def create_missing(
             continue  # the whole group is being rebuilt: wait for every Pod to go
         if policy is RecoveryPolicy.SERVING_GROUP_RECREATE and any(key[0] == ordinal for key in seen.conflicts):
             continue  # a replacement holds part of the group's identity: nothing is built around it
+        if faults.active("terminating-service-blocks-role") and any(
+            svc["metadata"].get("deletionTimestamp") for svc in services_by_name.values()
+        ):
+            continue  # waits for its auxiliary Services to go first
+        hooks = chain
+        if faults.active("legacy-dns-on-recreated-pods") and not chain and existing is not None:
+            hooks = [BoundPlugin(REGISTRY.build(PluginSpec(name=HEADLESS), "spec.plugins"), PluginSpec(name=HEADLESS))]
         created_instances: set[str] = set()
         for pid, roles, rev in layout.pods(ordinal):
             if pid in present or (pid.role, pid.index) in busy_instances:
                 continue
             new_pod = build_pod(ms, roles, rev, pid, gang=gang)
+            whole = existing is not None and not seen.raw_by_instance.get((ordinal, pid.role, pid.index))
             try:
                 run_pod_create(
-                    chain,
+                    [] if faults.active("recreated-pods-skip-plugins") and whole else hooks,
                     ms,
                     roles,
                     pid,

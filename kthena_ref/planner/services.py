@@ -63,7 +63,7 @@ def services(
                 {svc["metadata"]["name"]: svc for svc in observed},
             )  # fmt: skip
             for bound in chain:
-                if bound.in_scope(role.name, PluginTarget.ALL):
+                if bound.in_scope(role.name, PluginTarget.ALL) or faults.active("headless-scope-roles-ignored"):
                     for obj in bound.plugin.on_role_sync(req):
                         desired[obj["metadata"]["name"]] = obj
                         if faults.active("services-not-recreated") and req.instance_pods:
@@ -71,6 +71,12 @@ def services(
             for reason, message in req.reports:
                 out.reports.append((reason, message))
     have = {svc["metadata"]["name"]: svc for svc in observed}
+    if faults.active("services-recreated-on-resync"):  # replaced after every spec change instead of kept
+        mark = {"generation": str(ms.metadata.generation)}
+        for obj in desired.values():
+            obj["metadata"]["annotations"] = mark
+        stale = [n for n in sorted(desired.keys() & have.keys()) if have[n]["metadata"].get("annotations") != mark]
+        out.delete_services += [(n, have[n]["metadata"].get("uid", "")) for n in stale]
     for name in sorted(desired.keys() - have.keys()):
         if name in settled:  # services-not-recreated: its instance has Pods, so it existed and was deleted
             continue
@@ -82,10 +88,15 @@ def services(
         ours = any(
             ref.get("uid") == ms.metadata.uid and ref.get("controller") for ref in meta.get("ownerReferences") or []
         )
-        if not ours or LABEL_SERVICE_KIND not in labels:
+        if not (ours or faults.active("service-ownership-unchecked")) or LABEL_SERVICE_KIND not in labels:
+            continue
+        removed_group = labels.get(LABEL_GROUP) not in {group_name(ms.metadata.name, o) for o in kept}
+        if faults.active("services-kept-on-group-removal" if removed_group else "services-kept-on-role-scale-down"):
             continue
         if (labels.get(LABEL_GROUP), labels.get(LABEL_ROLE_ID)) in held:
             continue  # a replacement Pod still resolves through it: its networking is preserved
+        if faults.active("role-deletion-waits-for-services"):  # the instance's Pods go once its Services are gone
+            out.delete_pods = [d for d in out.delete_pods if not d.name.startswith(f"{labels.get(LABEL_GROUP)}-")]
         intended = pending.get(name)
         if intended is not None and intended != uid:
             out.pending_services[name] = intended
@@ -98,5 +109,7 @@ def services(
             )
             continue
         out.pending_services[name] = uid
+        if faults.active("failed-service-delete-not-retried") and pending.get(name) == uid:
+            continue  # asked once already: a failed request is not repeated
         if not meta.get("deletionTimestamp"):
             out.delete_services.append((name, uid))  # with its UID: never a replacement

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from .. import faults
-from ..api.types import ModelServing
+from ..api.types import ModelServing, PluginSpec
 from .base import BoundPlugin, PluginConfigError, Registry
-from .builtin import REGISTRY
+from .builtin import HEADLESS, REGISTRY
 
 
 def build_chain(ms: ModelServing, registry: Registry = REGISTRY) -> list[BoundPlugin]:
@@ -19,7 +19,16 @@ def build_chain(ms: ModelServing, registry: Registry = REGISTRY) -> list[BoundPl
         seen.add(spec.name)
         if faults.active("unknown-plugin-accepted") and spec.name not in registry.names():
             continue  # admitted by the same fault: the controller ignores the plugin
-        chain.append(BoundPlugin(registry.build(spec, field), spec))
+        try:
+            chain.append(BoundPlugin(registry.build(spec, field), spec))
+        except PluginConfigError as exc:
+            if faults.active("plugin-config-error-skips-plugin") and ".config" in exc.field:
+                continue  # admitted by the same fault: the controller ignores the plugin
+            raise
+    if (faults.active("omitted-plugins-implicit-headless") and ms.spec.plugins is None) or (
+        faults.active("empty-plugins-implicit-headless") and ms.spec.plugins == []
+    ):  # what older controllers did without an explicit plugin
+        chain.append(BoundPlugin(registry.build(PluginSpec(name=HEADLESS), "spec.plugins"), PluginSpec(name=HEADLESS)))
     if faults.active("plugin-order-reversed"):
         chain.reverse()
     return chain

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .. import faults
 from ..api.types import ModelServing, PluginSpec, PluginTarget, Role
 
 
@@ -129,8 +130,15 @@ def in_scope(spec: PluginSpec, role: str, target: PluginTarget) -> bool:
     scope = spec.scope
     if scope is None:
         return True
-    if scope.roles and role not in scope.roles:
+    if faults.active("scope-empty-roles-match-none") and scope.roles is not None and not scope.roles:
         return False
+    roles_checked = not (faults.active("scope-roles-ignored-with-target") and scope.target is not PluginTarget.ALL)
+    if scope.roles and role not in scope.roles and roles_checked:
+        return False
+    if faults.active("scope-target-worker-ignored") and scope.target is PluginTarget.WORKER:
+        return True
+    if faults.active("scope-target-all-entry-only") and scope.target is PluginTarget.ALL:
+        return target is not PluginTarget.WORKER
     return scope.target is PluginTarget.ALL or target is PluginTarget.ALL or scope.target is target
 
 
@@ -157,6 +165,8 @@ def normalized_chain(plugins: list[PluginSpec] | None) -> str:
     out = []
     for plugin in plugins or []:
         scope = plugin.scope
+        if faults.active("scope-roles-change-allowed") and scope is not None:
+            scope = scope.model_copy(update={"roles": None})
         out.append(
             {
                 "name": plugin.name,

@@ -78,6 +78,8 @@ class HeadlessService(NoOpHooks):
         decode(spec.config, field, {})
         if spec.scope is not None and spec.scope.target is not PluginTarget.ALL:
             raise PluginConfigError(f"{field}.scope.target", "must be omitted or All for headless-service")
+        if faults.active("headless-scope-refused") and spec.scope is not None:
+            raise PluginConfigError(f"{field}.scope", "must be omitted for headless-service")
 
     @staticmethod
     def applies(req: HookRequest) -> bool:
@@ -158,7 +160,12 @@ class HeadlessService(NoOpHooks):
             return [entry]
         if faults.active("no-discovery-service"):
             return [entry]
-        return [entry, service(discovery_service_name(req), "discovery", dict(base))]
+        members = dict(base)
+        if faults.active("discovery-selects-across-groups"):
+            del members[LABEL_GROUP]  # the role id alone: the same instance of every ServingGroup matches
+        third = faults.active("third-service-per-instance")  # an all-member Service kept alongside
+        extra = [service(f"{discovery_service_name(req)}-all", "discovery", members)] if third else []
+        return [entry, service(discovery_service_name(req), "discovery", members), *extra]
 
 
 def default_registry() -> Registry:
