@@ -146,6 +146,21 @@ def _sweep_cluster_scoped(kube: Any, run_id: str | None) -> None:
         except ApiException as exc:
             if exc.status != 404:
                 raise
+    # ValidatingAdmissionPolicies (and their bindings) a test made to refuse a request on purpose.
+    admission = client.AdmissionregistrationV1Api(kube.api)
+    for kind in ("validating_admission_policy_binding", "validating_admission_policy"):
+        try:
+            found: list[Any] = getattr(admission, f"list_{kind}")(label_selector=selector).items
+        except ApiException as exc:
+            if exc.status in (403, 404):  # not served by this cluster, or not ours to see
+                continue
+            raise
+        for obj in found:
+            try:
+                getattr(admission, f"delete_{kind}")(str(obj.metadata.name))
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
 
 
 def leftovers(kube: Any, run_id: str | None = None) -> list[str]:
@@ -155,7 +170,8 @@ def leftovers(kube: Any, run_id: str | None = None) -> list[str]:
 
 def sweep(kube: Any, run_id: str | None = None, *, wait: float = 0.0) -> list[str]:
     """Delete the suite's namespaces (of one run, or all) and the cluster-scoped objects tests
-    label as theirs (RuntimeClasses); returns the namespaces' names."""
+    label as theirs (RuntimeClasses, ValidatingAdmissionPolicies and their bindings); returns the
+    namespaces' names."""
     names = leftovers(kube, run_id)
     for name in names:
         delete_namespace(kube, name)
