@@ -135,10 +135,14 @@ def plan_revisions(
             controller_revision(ms, revs.update, ms.spec.template.roles, max(numbers, default=0) + 1)
         )
     live = {revs.update, revs.current} | used
+    if faults.active("live-revision-pruned"):
+        live = {revs.update}
     dead = sorted(
         (cr for rev, cr in have.items() if rev not in live),
         key=lambda cr: int(cr.get("revision") or 0),
     )
     excess = len(dead) - ms.spec.revision_history_limit
+    if faults.active("revision-history-unbounded"):
+        excess = 0
     for cr in dead[: max(0, excess)]:
         out.delete_revisions.append(cr["metadata"]["name"])
