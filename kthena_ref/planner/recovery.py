@@ -3,7 +3,8 @@
 Why this module exists: it is the one step of a reconcile that reacts to Pods going wrong. An
 error Pod (Failed, or restarted and not Ready) past ``restartGracePeriodSeconds``, or a Pod deleted
 behind our back, rebuilds its ServingGroup (``ServingGroupRecreate``), its Role instance
-(``RoleRecreate``) or only itself (``None``). A Pod updated in place is followed by
+(``RoleRecreate``) or only itself (``None``, which behaves as a Deployment's Pod: a Failed or lost
+Pod is replaced, a restarted container is left to the kubelet). A Pod updated in place is followed by
 :func:`in_place_progress` instead (its restarts are the update) until it arrives or its
 ``progressDeadlineSeconds`` pass. The step returns what is being rebuilt, so Pod creation waits
 for the whole scope to go before building it again.
@@ -41,6 +42,8 @@ def recover(
     name = observed.ms.metadata.name
     rebuilding: Rebuilding = set()
     grace = dt.timedelta(seconds=observed.ms.spec.template.restart_grace_period_seconds)
+    if faults.active("restart-grace-ignored"):
+        grace = dt.timedelta(0)
     for group in seen.groups.values():
         for pod in list(group.pods.values()):
             if pod.in_place_since is not None and not pod.deleting:
@@ -48,12 +51,21 @@ def recover(
                 continue  # its restarts are the update, not a failure
             if not pod.in_error:
                 continue
+            restarted = pod.phase != "Failed"  # in error by a restarted container
+            if policy is RecoveryPolicy.NONE and restarted and not faults.active("none-recreates-restarted-pod"):
+                continue  # None: a restarted container is the kubelet's business, as for a Deployment's Pod
             since = pod.not_ready_since or observed.now  # observe_pod falls back to start/creation
             wait = (since + grace - observed.now).total_seconds()
             if wait > 0:
                 out.requeue(wait)
                 continue
-            rebuild(out, delete, group, pod.pid, policy, f"pod {pod.name} failed", name, rebuilding)
+            how = policy
+            narrowed = (
+                "servinggroup-recreate-ignores-restarts" if restarted else "servinggroup-recreate-ignores-failures"
+            )
+            if policy is RecoveryPolicy.SERVING_GROUP_RECREATE and faults.active(narrowed):
+                how = RecoveryPolicy.ROLE_RECREATE  # the fault: only the Role instance is rebuilt
+            rebuild(out, delete, group, pod.pid, how, f"pod {pod.name} failed", name, rebuilding)
         for pid in layout.expected(group.ordinal):
             lost_name = pod_name(name, pid.ordinal, pid.role, pid.index, pid.k)
             if pid in group.pods or lost_name not in observed.lost or policy is RecoveryPolicy.NONE:
@@ -95,6 +107,8 @@ def rebuild(
             delete([pod], f"recovery: {why}")
         return
     whole_group = policy is RecoveryPolicy.SERVING_GROUP_RECREATE
+    if faults.active("role-recreate-rebuilds-group") and policy is RecoveryPolicy.ROLE_RECREATE:
+        whole_group = True  # RoleRecreate rebuilds the whole ServingGroup, as ServingGroupRecreate
     scope = [p for p in group.pods.values() if whole_group or (p.pid.role, p.pid.index) == (pid.role, pid.index)]
     others = [p for p in scope if p.pid != pid]
     delete([p for p in others if not p.deleting], f"recovery: {why}")
