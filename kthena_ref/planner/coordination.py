@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .. import faults
 from ..api.types import RoleCoordination
 from . import intstr
 
@@ -55,7 +56,9 @@ class Start:
 
 def participants(coordination: RoleCoordination, roles: list[str]) -> list[str]:
     """The Roles taking part: the listed ones (that exist), or every Role for an empty list."""
-    chosen = coordination.roles or roles
+    chosen = coordination.roles or (roles[:-1] if faults.active("coordination-participants-miss-last-role") else roles)
+    if faults.active("coordination-roles-list-ignored"):
+        chosen = roles  # every Role takes part, listed or not
     return [r for r in roles if r in chosen]
 
 
@@ -102,8 +105,9 @@ def allowed(
         edges.setdefault(dep.role, set()).update(d for d in dep.depends_on or [] if d in progress)
     called = set().union(*edges.values()) if edges else set()
     for root in (r for r in edges if r not in called and r in progress):
+        closure = edges.get(root, set()) if faults.active("dependency-closure-direct-only") else _closure(root, edges)
         if progress[root].headed == 0 and any(
-            progress[d].replicas > 0 and progress[d].target_ready == 0 for d in _closure(root, edges)
+            progress[d].replicas > 0 and progress[d].target_ready == 0 for d in closure
         ):
             budget[root] = 0
 
@@ -111,7 +115,7 @@ def allowed(
     for r in roles:
         chosen = starts.get(r, [])[: budget[r]]
         callers_old = any(r in deps and progress[c].outdated for c, deps in edges.items() if c in progress)
-        if callers_old and progress[r].spare:
+        if callers_old and progress[r].spare and not faults.active("dependency-capacity-dropped"):
             keep = progress[r].old_ready - 1  # Ready old instances that may go
             kept: list[Start] = []
             for s in chosen:
