@@ -180,6 +180,9 @@ def model_schema(model: type[BaseModel], path: str) -> dict[str, Any]:
             default = field.default
             if not faults.active("no-schema-defaults"):
                 prop["default"] = default.value if isinstance(default, enum.Enum) else default
+                role_budget = child == "spec.template.roles[].maxUnavailable"
+                if role_budget and faults.active("role-max-unavailable-default-all"):
+                    prop["default"] = "100%"  # a Role's maxUnavailable defaults to every instance instead of 1
         properties[wire] = prop
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:

@@ -83,8 +83,15 @@ def protected_instances(ms: ModelServing, groups: dict[int, Group], kept: set[in
 def role_pace(role: Role) -> rollout.Pace:
     """RoleRollingUpdate's budget of one Role, resolved against the Role's replicas."""
     at = f"spec.template.roles[{role.name}]"
+    unavailable, surge = role.max_unavailable, role.max_surge
+    if faults.active("role-unavailable-rounds-up") and isinstance(unavailable, str):
+        unavailable = intstr.resolve(unavailable, role.replicas, round_up=True, field=f"{at}.maxUnavailable")
+    if faults.active("role-surge-rounds-down") and isinstance(surge, str):
+        surge = intstr.resolve(surge, role.replicas, round_up=False, field=f"{at}.maxSurge")
+    if faults.active("role-default-max-surge-one") and surge is None:
+        surge = 1
     try:
-        budget, surge = intstr.update_budget(role.max_unavailable, role.max_surge, role.replicas, at)
+        budget, surge = intstr.update_budget(unavailable, surge, role.replicas, at)
         part = intstr.partition(role.partition, role.replicas, f"{at}.partition")
     except intstr.IntOrStringError:  # rejected at admission; never stall on it
         return rollout.Pace(role.replicas, 1)
@@ -107,8 +114,13 @@ def roll(
     patched: set[InstanceKey] = set()
     if not enabled(ms):
         return patched
+    busy = False  # under the role-groups-one-at-a-time fault: a group before this one is still updating
     for ordinal in sorted(kept & set(seen.groups)):
-        patched |= roll_group(out, ms, seen, seen.groups[ordinal], layout, revs, findings, delete, now)
+        if busy and faults.active("role-groups-one-at-a-time"):
+            continue
+        group = seen.groups[ordinal]
+        patched |= roll_group(out, ms, seen, group, layout, revs, findings, delete, now)
+        busy = any(p.revision != revs.update or not p.running_ready for p in group.pods.values())
     return patched
 
 
@@ -153,7 +165,7 @@ def roll_group(
                 outdated=outdated,
                 ready=bool(live) and len(live) == len(pods) and group.ready(expected),
                 terminating=not live,
-                in_place=findings.in_place(rev, role.name),
+                in_place=findings.in_place(rev, role.name, pods),
             )
         paces[role.name] = role_pace(role)
         steps[role.name] = rollout.step(list(units[role.name].values()), paces[role.name])
@@ -174,7 +186,8 @@ def roll_group(
             what = f"role {role.name}-{index} of {where}"
             out.events.append(Event("Normal", "RoleDeleting", f"recreating {what} at revision {update_rev}"))
             if findings.enabled and not faults.active("no-fallback-event"):
-                out.events.append(fallback_event(what, findings.group(instance_revs[(role.name, index)], role.name)))
+                found = findings.group(instance_revs[(role.name, index)], role.name, by_instance[(role.name, index)])
+                out.events.append(fallback_event(what, found))
         for index in step.patch if step else []:
             patched.add((group.ordinal, role.name, index))
             for pod in by_instance[(role.name, index)]:
@@ -226,8 +239,11 @@ def coordinate(
         present = units[role.name].values()
         refills[role.name] = set(range(role.replicas)) - set(units[role.name])
         pace = paces[role.name]
+        formal, chosen = role.replicas, steps[role.name]  # the formal replica count: protected capacity included
+        if faults.active("skew-ratio-excludes-partition") and chosen is not None:
+            formal -= len(chosen.protected)
         progress[role.name] = coordination.RoleProgress(
-            replicas=role.replicas,
+            replicas=formal,
             target_ready=sum(1 for u in present if not u.outdated and u.ready and not u.terminating),
             headed=sum(1 for u in present if not u.outdated or u.terminating) + len(refills[role.name]),
             old_ready=sum(1 for u in present if u.outdated and u.ready and not u.terminating),

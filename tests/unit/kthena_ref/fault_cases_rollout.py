@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kthena_ref.admission.rules import validate
+from kthena_ref.api.crd import crd
 from kthena_ref.api.types import RoleCoordination
 from kthena_ref.planner import coordination
 from kthena_ref.planner.coordination import RoleProgress, Start
@@ -29,6 +30,7 @@ from .builders import (
     edit_spec,
     failed,
     fresh_pods,
+    names,
     ready,
     restarted,
     running_not_ready,
@@ -48,6 +50,37 @@ def _first_step(ms: Any, unready: tuple[str, ...] = ()) -> Callable[[], list[str
         return deleted(w.plan())
 
     return probe
+
+
+def _role_step(ms: Any, steps: int = 1) -> Callable[[], list[str]]:
+    """``ms`` (RoleRollingUpdate) settled, every Role on a new image: what the ``steps``-th step deletes
+    and creates (``+name``), created Pods coming up Ready in between."""
+
+    def probe() -> list[str]:
+        w = world(ms)
+
+        def change(spec: dict[str, Any]) -> None:
+            for r in spec["template"]["roles"]:
+                r["entryTemplate"]["spec"]["containers"][0]["image"] = "engine:v2"
+
+        w.ms = edit_spec(w.ms, change)
+        for _ in range(steps - 1):
+            w.step()
+        p = w.plan()
+        return deleted(p) + [f"+{n}" for n in names(p.create_pods)]
+
+    return probe
+
+
+def _roles(**a: Any) -> Any:
+    """RoleRollingUpdate, Role a of 3 single-Pod instances with ``a`` as its settings."""
+    return MS().role("a", 3, 0, **a).rollout(type="RoleRollingUpdate")
+
+
+def _role_max_unavailable_default() -> Any:
+    """The CRD's default of a Role's maxUnavailable."""
+    spec = crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    return spec["properties"]["template"]["properties"]["roles"]["items"]["properties"]["maxUnavailable"].get("default")
 
 
 def _three_groups(**role: Any) -> Any:
@@ -147,6 +180,53 @@ def _dependency_starts(dependencies: list[dict[str, Any]], progress: dict[str, R
 
 
 CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
+    # Rollout: a Role's budget under RoleRollingUpdate
+    ("role-max-unavailable-default-all", _role_max_unavailable_default, 1, "100%", ("no-schema-defaults",)),
+    (
+        "role-unavailable-rounds-up",
+        _role_step(_roles(maxUnavailable="60%", maxSurge=0).build()),
+        ["ms-0-a-2-0"],
+        ["ms-0-a-1-0", "ms-0-a-2-0"],
+        (),
+    ),
+    (
+        "role-surge-rounds-down",
+        _role_step(_roles(maxUnavailable=0, maxSurge="10%").build()),
+        ["+ms-0-a-3-0"],
+        ["ms-0-a-2-0"],
+        (),
+    ),
+    (
+        "role-default-max-surge-one",
+        _role_step(_roles(maxUnavailable=1).build()),
+        ["ms-0-a-2-0"],
+        ["ms-0-a-2-0", "+ms-0-a-3-0"],
+        (),
+    ),
+    (
+        "role-groups-one-at-a-time",
+        _role_step(MS().replicas(2).role("a", 1, 0, maxSurge=0).rollout(type="RoleRollingUpdate").build()),
+        ["ms-0-a-0-0", "ms-1-a-0-0"],
+        ["ms-0-a-0-0"],
+        (),
+    ),
+    (  # a (4, partition 2) at 1 of 4 on its target: b may have 3 of 4 (maxSkew 50%), 4 if a counted as 1 of 2
+        "skew-ratio-excludes-partition",
+        _role_step(
+            edit_spec(
+                MS()
+                .role("a", 4, 0, partition=2, maxUnavailable=1, maxSurge=0)
+                .role("b", 4, 0, maxUnavailable=4, maxSurge=0)
+                .rollout(type="RoleRollingUpdate")
+                .build(),
+                lambda spec: spec["rolloutStrategy"].update(roleCoordination={"roles": ["a", "b"], "maxSkew": "50%"}),
+            ),
+            steps=3,
+        ),
+        ["ms-0-a-2-0", "ms-0-b-1-0"],
+        ["ms-0-a-2-0", "ms-0-b-0-0", "ms-0-b-1-0"],
+        ("coordination-ignored",),
+    ),
     # Recovery: a restarted container under each policy, and the grace period
     (
         "none-recreates-restarted-pod",
@@ -158,6 +238,15 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
     (  # the group's other Pods go first, the restarted one last
         "servinggroup-recreate-ignores-restarts",
         _recovery_step(MS().role("a", 1, 0).role("b", 1, 0).recovery("ServingGroupRecreate").build(), "ms-0-a-0-0"),
+        ["ms-0-b-0-0"],
+        ["ms-0-a-0-0"],
+        ("no-recovery",),
+    ),
+    (
+        "servinggroup-recreate-ignores-failures",
+        _recovery_step(
+            MS().role("a", 1, 0).role("b", 1, 0).recovery("ServingGroupRecreate").build(), "ms-0-a-0-0", fail=True
+        ),
         ["ms-0-b-0-0"],
         ["ms-0-a-0-0"],
         ("no-recovery",),
@@ -250,6 +339,13 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
         _admission_errors({"type": "RoleRollingUpdate", "roleCoordination": {"maxSkew": 1}}),
         ["spec.rolloutStrategy.roleCoordination.maxSkew"],
         [],
+        (),
+    ),
+    (
+        "coordination-roles-list-ignored",
+        lambda: coordination.participants(RoleCoordination(roles=["a", "b"]), ["a", "b", "c"]),
+        ["a", "b"],
+        ["a", "b", "c"],
         (),
     ),
     (  # a depends on b; b may update both its instances, but one old one stays while a is old
