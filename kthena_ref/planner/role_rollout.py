@@ -16,7 +16,7 @@ import datetime as dt
 from collections.abc import Callable
 
 from .. import faults
-from ..api.types import ModelServing, Role, RoleCoordination, RolloutStrategyType
+from ..api.types import ModelServing, RecoveryPolicy, Role, RoleCoordination, RolloutStrategyType
 from . import coordination, inplace, intstr, rollout, scaledown
 from .deletions import Deleter
 from .fallback import InPlaceFindings, fallback_event
@@ -173,6 +173,16 @@ def roll_group(
     coordinated = strategy.role_coordination if strategy else None
     if coordinated is not None and not faults.active("coordination-ignored"):
         coordinate(coordinated, roles, units, steps, paces)
+
+    recreating = [f"{name}-{i}" for name, step in steps.items() for i in (step.recreate if step else [])]
+    whole_group = ms.spec.recovery_policy is RecoveryPolicy.SERVING_GROUP_RECREATE
+    if recreating and whole_group and not faults.active("role-rolling-ignores-servinggroup-recreate"):
+        # RolloutStrategyType: under ServingGroupRecreate, deleting an outdated Role recreates its entire
+        # ServingGroup; it is built again at the update revision once every Pod is gone.
+        delete(group.live_pods(), "rolling update")
+        why = f"outdated role instances {', '.join(recreating)} (recoveryPolicy ServingGroupRecreate)"
+        out.events.append(Event("Normal", "RoleDeleting", f"recreating {where} at revision {update_rev}: {why}"))
+        return set()
 
     patched: set[InstanceKey] = set()
     instances: list[Instance] = []

@@ -52,16 +52,17 @@ def _first_step(ms: Any, unready: tuple[str, ...] = ()) -> Callable[[], list[str
     return probe
 
 
-def _role_step(ms: Any, steps: int = 1) -> Callable[[], list[str]]:
-    """``ms`` (RoleRollingUpdate) settled, every Role on a new image: what the ``steps``-th step deletes
-    and creates (``+name``), created Pods coming up Ready in between."""
+def _role_step(ms: Any, steps: int = 1, only: str | None = None) -> Callable[[], list[str]]:
+    """``ms`` (RoleRollingUpdate) settled, every Role (or only Role ``only``) on a new image: what the
+    ``steps``-th step deletes and creates (``+name``), created Pods coming up Ready in between."""
 
     def probe() -> list[str]:
         w = world(ms)
 
         def change(spec: dict[str, Any]) -> None:
             for r in spec["template"]["roles"]:
-                r["entryTemplate"]["spec"]["containers"][0]["image"] = "engine:v2"
+                if only is None or r["name"] == only:
+                    r["entryTemplate"]["spec"]["containers"][0]["image"] = "engine:v2"
 
         w.ms = edit_spec(w.ms, change)
         for _ in range(steps - 1):
@@ -209,6 +210,21 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
         ["ms-0-a-0-0", "ms-1-a-0-0"],
         ["ms-0-a-0-0"],
         (),
+    ),
+    (  # ServingGroupRecreate: Role a's update recreates the group, Role b's Pod included
+        "role-rolling-ignores-servinggroup-recreate",
+        _role_step(
+            MS()
+            .role("a", 1, 0)
+            .role("b", 1, 0, image="other:v1")
+            .rollout(type="RoleRollingUpdate")
+            .recovery("ServingGroupRecreate")
+            .build(),
+            only="a",
+        ),
+        ["ms-0-a-0-0", "ms-0-b-0-0"],
+        ["ms-0-a-0-0"],
+        ("no-recovery",),
     ),
     (  # a (4, partition 2) at 1 of 4 on its target: b may have 3 of 4 (maxSkew 50%), 4 if a counted as 1 of 2
         "skew-ratio-excludes-partition",

@@ -66,7 +66,6 @@ INVALID: list[tuple[str, Mutation, str, str]] = [
     ("bad-percent", _set_spec(rolloutStrategy={"rollingUpdateConfiguration": {"maxSurge": "lots"}}), "maxSurge", "percentage"),
     ("string-int", _set_spec(rolloutStrategy={"rollingUpdateConfiguration": {"partition": "1"}}), "partition", "percentage"),
     ("partition-needs-role-rolling", _set_role(0, partition=1), "spec.template.roles[0].partition", "RoleRollingUpdate"),
-    ("sg-recreate-role-rolling", _set_spec(recoveryPolicy="ServingGroupRecreate", rolloutStrategy={"type": "RoleRollingUpdate"}), "spec.recoveryPolicy", "cannot be combined"),
     ("coordination-sg-rolling", _set_spec(rolloutStrategy={"roleCoordination": {}}), "spec.rolloutStrategy.roleCoordination", "only when"),
     ("coordination-ghost-role", _set_spec(rolloutStrategy={"type": "RoleRollingUpdate", "roleCoordination": {"roles": ["ghost"]}}), "roleCoordination.roles[0]", "not a Role"),
     ("coordination-skew-int", _set_spec(rolloutStrategy={"type": "RoleRollingUpdate", "roleCoordination": {"maxSkew": 10}}), "roleCoordination.maxSkew", "percentage"),
