@@ -35,8 +35,8 @@ def pace(ms: ModelServing) -> rollout.Pace:
     rolling = spec.rollout_strategy.rolling_update_configuration if spec.rollout_strategy else None
     at = "rolloutStrategy.rollingUpdateConfiguration"
     unavailable = rolling.max_unavailable if rolling else None  # unset: intstr's default (1)
-    if faults.active("group-rollout-uses-role-settings") and spec.template.roles[0].max_unavailable is not None:
-        unavailable = spec.template.roles[0].max_unavailable
+    if faults.active("group-rollout-uses-role-settings") and spec.template.roles[0].max_unavailable != 1:
+        unavailable = spec.template.roles[0].max_unavailable  # a Role's own setting (not its default 1)
     if faults.active("unavailable-rounds-up") and isinstance(unavailable, str):
         unavailable = intstr.resolve(unavailable, spec.replicas, round_up=True, field=f"{at}.maxUnavailable")
     budget, surge = intstr.update_budget(unavailable, rolling.max_surge if rolling else None, spec.replicas, at)

@@ -287,7 +287,7 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
         _first_step(_three_groups().rollout(max_unavailable=1).build(), unready=("ms-0-r-0-0",)),
         ["ms-0-r-0-0"],
         ["ms-0-r-0-0", "ms-2-r-0-0"],
-        (),
+        ("recreate-updates-in-place",),  # an image-only change patched in place deletes nothing
     ),
     # rollingUpdateConfiguration omitted: one group at a time
     (
@@ -295,7 +295,7 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
         _first_step(_three_groups().rollout(type="ServingGroupRollingUpdate").build()),
         ["ms-2-r-0-0"],
         ["ms-0-r-0-0", "ms-1-r-0-0", "ms-2-r-0-0"],
-        (),
+        ("recreate-updates-in-place",),  # an image-only change patched in place deletes nothing
     ),
     # ServingGroupRollingUpdate ignores the Role's own maxUnavailable
     (
@@ -303,7 +303,7 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
         _first_step(_three_groups(maxUnavailable="100%").rollout(max_unavailable=1).build()),
         ["ms-2-r-0-0"],
         ["ms-0-r-0-0", "ms-1-r-0-0", "ms-2-r-0-0"],
-        (),
+        ("recreate-updates-in-place",),  # an image-only change patched in place deletes nothing
     ),
     # updateMethod Recreate (given, or by default with no rolloutStrategy) deletes the outdated Pod
     (
