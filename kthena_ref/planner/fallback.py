@@ -65,6 +65,11 @@ class InPlaceFindings:
         reason = f"{eligibility.ONLY_IMAGES}; schedulerName changed from {', '.join(running)} to {want}"
         return [eligibility.Finding("spec.schedulerName", reason)]
 
+    @property
+    def blocked_by_plugins(self) -> bool:
+        """In-place updates are on, but a plugin without in-place support makes every unit fall back."""
+        return self.enabled and bool(self._blockers)
+
     def in_place(self, revision: str, role: str | None = None, pods: Iterable[ObservedPod] = ()) -> bool:
         """In-place updates are on and a unit at ``revision`` (with ``pods``) is eligible."""
         return self.enabled and not self.group(revision, role, pods)

@@ -69,6 +69,8 @@ def step(
     delete: Deleter,
 ) -> rollout.Step | None:
     """This reconcile's rollout step over the observed groups (None: nothing is outdated)."""
+    if faults.active("plugin-fallback-ignores-budget") and findings.blocked_by_plugins:
+        budget = rollout.Pace(budget.replicas, budget.replicas, budget.max_surge, budget.partition)  # all at once
     units = [
         unit(g, update_rev, layout, delete, in_place=findings.in_place(g.revision, pods=g.pods.values()))
         for g in groups.values()

@@ -93,6 +93,8 @@ def role_pace(role: Role) -> rollout.Pace:
     try:
         budget, surge = intstr.update_budget(unavailable, surge, role.replicas, at)
         part = intstr.partition(role.partition, role.replicas, f"{at}.partition")
+        if faults.active("role-partition-absolute-ignored") and isinstance(role.partition, int):
+            part = 0  # only percentages protect instances
     except intstr.IntOrStringError:  # rejected at admission; never stall on it
         return rollout.Pace(role.replicas, 1)
     return rollout.Pace(role.replicas, budget, surge, part)

@@ -3,9 +3,9 @@
 Why this module exists: :mod:`.test_role_rollout` uses percentages that resolve exactly (50% of 2)
 and always sets maxUnavailable. The spec also says: maxUnavailable "Defaults to 1"; a percentage
 "is calculated ... from the corresponding Role's replicas for RoleRollingUpdate, then rounded
-down" (maxUnavailable) or "rounded up" (maxSurge); and "Kthena performs RoleRollingUpdate across
-all ServingGroups at the same time". The manifest's Role a has 3 replicas, so 60% resolves to 1
-(2 rounded up) and 10% to 1 (0 rounded down).
+down" (maxUnavailable) or "rounded up" (maxSurge); a partition may be "an absolute number"; and
+"Kthena performs RoleRollingUpdate across all ServingGroups at the same time". The manifest's Role
+a has 3 replicas, so 60% resolves to 1 (2 rounded up) and 10% to 1 (0 rounded down).
 
 "At the same time" is observed with the suite playing the scheduler (see
 :mod:`conformance.suites.eviction`): the first replacement of Role a in one ServingGroup stays
@@ -20,14 +20,14 @@ from typing import Any
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
 from conformance.framework.modelserving import ModelServings
-from conformance.framework.rollout_watch import Layout, RolloutWatch, Snapshot, Timeline
+from conformance.framework.rollout_watch import Layout, RolloutWatch, Snapshot, Timeline, ordinal
 from conformance.suites.eviction import MANUAL_SCHEDULER, Binder
 from conformance.suites.eviction import start as start_bound
 
-from . import API, expect_status_updated, patch_roles, role, start, with_image
+from . import API, expect_status_updated, never_gone, patch_roles, role, start, uids_of, with_image
 
 NAME = "role-budgets"
-A2, B1 = "registry.example/role-a:v2", "registry.example/role-b:v1"
+A1, A2, B1 = "registry.example/role-a:v1", "registry.example/role-a:v2", "registry.example/role-b:v1"
 ROLE = f"{API}#Role"
 STRATEGY = f"{API}#RolloutStrategy"
 
@@ -115,6 +115,39 @@ def test_role_max_surge_percentage_rounds_up(ms: ModelServings, manifest: Any) -
     value, at = timeline.max_instances("a", group=group)
     assert value <= 4, f"{what}: expected at most 4 instances of Role a at once; {value} existed at {at.describe()}"
     _expect_min_ready(timeline, layout, group, 3, what)
+
+
+@behaviour(
+    "rollout/role/partition-absolute",
+    "Under RoleRollingUpdate an absolute Role partition MUST protect that many of the Role's instances with the "
+    "lowest indices: with partition 1 of 3, the lowest instance MUST keep its Pod on the old template while the "
+    "other 2 are updated.",
+    ROLE,
+    Feature.ROLE_ROLLING_UPDATE,
+)
+def test_role_partition_as_a_number(ms: ModelServings, manifest: Any) -> None:
+    body = _body(manifest, partition=1)
+    layout = start(ms, body)
+    what = "RoleRollingUpdate, Role a: 3 replicas, partition 1"
+    with RolloutWatch(ms, NAME, layout) as watch:
+        baseline = watch.latest()
+        instances = sorted(baseline.existing_instances("a"), key=lambda k: ordinal(k[1]))
+        assert len(instances) == 3, f"{what}: expected 3 instances of Role a before the update, seen {instances}"
+        kept, updated = {instances[0]}, set(instances[1:])
+        kept_uids = uids_of([p for p in baseline.pods if (p.group, p.role_id) in kept])
+
+        def split(s: Snapshot) -> bool:
+            return s.ready_instances(layout, "a", A2) == updated and s.ready_instances(layout, "a", A1) == kept
+
+        patch_roles(ms, body, with_image(body, A2, "a"))
+        watch.wait_for("rollout", f"{what}: instances {sorted(updated)} on {A2}, {sorted(kept)} on {A1}", split)
+        ms.holds(
+            f"{what}: instance {sorted(kept)} keeps its Pod",
+            watch.latest,
+            lambda s: split(s) and uids_of([p for p in s.pods if (p.group, p.role_id) in kept]) == kept_uids,
+        )
+        timeline = watch.snapshot_timeline()
+    never_gone(timeline, kept_uids, f"{what}: protected instance {sorted(kept)}")
 
 
 @behaviour(

@@ -180,6 +180,15 @@ def _dependency_starts(dependencies: list[dict[str, Any]], progress: dict[str, R
     return coordination.allowed(coordinated, progress, starts)[role]
 
 
+def _headless_in_place_first_step() -> list[str]:
+    """3 groups with headless-service, InPlace, maxUnavailable 1, an image change: what the first step deletes."""
+    ms = MS().replicas(3).role("r", 1, 0).rollout(max_unavailable=1).build()
+    ms = edit_spec(ms, lambda spec: spec.update(plugins=[{"name": "headless-service"}]))
+    w = world(edit_spec(ms, lambda spec: spec["rolloutStrategy"].update(updateMethod="InPlace")))
+    w.ms = edit_spec(w.ms, set_image("engine:v2"))
+    return deleted(w.plan())
+
+
 CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
     # Rollout: a Role's budget under RoleRollingUpdate
     ("role-max-unavailable-default-all", _role_max_unavailable_default, 1, "100%", ("no-schema-defaults",)),
@@ -202,6 +211,13 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
         _role_step(_roles(maxUnavailable=1).build()),
         ["ms-0-a-2-0"],
         ["ms-0-a-2-0", "+ms-0-a-3-0"],
+        (),
+    ),
+    (
+        "role-partition-absolute-ignored",
+        _role_step(_roles(partition=2, maxUnavailable=3, maxSurge=0).build()),
+        ["ms-0-a-2-0"],
+        ["ms-0-a-0-0", "ms-0-a-1-0", "ms-0-a-2-0"],
         (),
     ),
     (
@@ -427,6 +443,13 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
     ),
     ("role-eligibility-whole-group", _role_a_in_place, True, False, ()),
     ("eligibility-ignores-scheduler-name", _scheduler_and_image_change, ["ms-0-r-0-0"], [], ()),
+    (
+        "plugin-fallback-ignores-budget",
+        _headless_in_place_first_step,
+        ["ms-2-r-0-0"],
+        ["ms-0-r-0-0", "ms-1-r-0-0", "ms-2-r-0-0"],
+        (),
+    ),
     (
         "role-min-available-keys-unchecked",
         _admission_errors({"evictionStrategy": {"protectionLevel": "Role", "roleMinAvailable": {"x": 1}}}),
