@@ -24,6 +24,8 @@ from .observe import Group
 def label_selector(ms: ModelServing) -> str:
     """Selects one Pod per ServingGroup: the entry Pod of the first role instance (spec reading 22)."""
     first = next((r for r in ms.spec.template.roles if r.replicas > 0), ms.spec.template.roles[0])
+    if faults.active("label-selector-selects-all"):  # the other reading: every Pod of the ModelServing
+        return f"{LABEL_NAME}={ms.metadata.name}"
     return f"{LABEL_NAME}={ms.metadata.name},{LABEL_ENTRY}=true,{LABEL_ROLE_ID}={first.name}-0"
 
 
@@ -60,6 +62,8 @@ def build(
     available = sum(
         1 for g in present if g.ordinal in kept and not g.terminating and g.ready(layout.expected(g.ordinal))
     )
+    if faults.active("available-counts-unready"):
+        available = sum(1 for g in present if g.ordinal in kept and not g.terminating)
     updated = sum(  # every Pod it runs, and every Role instance it should have, at the update revision
         1
         for g in present
@@ -68,6 +72,8 @@ def build(
         and all(rev == update_rev for _, _, rev in layout.instances(g.ordinal))
     )
     reported_current = current_rev if updated < ms.spec.replicas else update_rev
+    if faults.active("current-revision-is-update"):
+        reported_current = update_rev
     current = sum(1 for g in present if g.revision == reported_current and not g.terminating)
     replicas = len(present)
     want = ms.spec.replicas
