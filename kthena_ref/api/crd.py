@@ -53,6 +53,22 @@ CEL_RULES: dict[str, list[dict[str, str]]] = {
     ],
 }
 
+# Under the coordination-dependencies-mutable fault: roleCoordination's maxSkew and roles are
+# compared, its dependencies are not.
+_COORDINATION_WITHOUT_DEPENDENCIES = {
+    "rule": "(has(self.rolloutStrategy) && has(self.rolloutStrategy.roleCoordination)) == "
+    "(has(oldSelf.rolloutStrategy) && has(oldSelf.rolloutStrategy.roleCoordination)) && "
+    "(!has(self.rolloutStrategy) || !has(self.rolloutStrategy.roleCoordination) || "
+    "((has(self.rolloutStrategy.roleCoordination.maxSkew) == has(oldSelf.rolloutStrategy.roleCoordination.maxSkew)) && "
+    "(!has(self.rolloutStrategy.roleCoordination.maxSkew) || "
+    "self.rolloutStrategy.roleCoordination.maxSkew == oldSelf.rolloutStrategy.roleCoordination.maxSkew) && "
+    "(has(self.rolloutStrategy.roleCoordination.roles) == has(oldSelf.rolloutStrategy.roleCoordination.roles)) && "
+    "(!has(self.rolloutStrategy.roleCoordination.roles) || "
+    "self.rolloutStrategy.roleCoordination.roles == oldSelf.rolloutStrategy.roleCoordination.roles)))",
+    "message": "rolloutStrategy.roleCoordination (its presence and policy) is immutable after creation",
+    "fieldPath": ".rolloutStrategy.roleCoordination",
+}
+
 # Lists whose items are identified by a key: the API server then rejects duplicate keys.
 LIST_MAP_KEYS: dict[str, list[str]] = {
     "spec.template.roles": ["name"],
@@ -189,6 +205,8 @@ def model_schema(model: type[BaseModel], path: str) -> dict[str, Any]:
         schema["required"] = required
     if path in CEL_RULES:
         schema["x-kubernetes-validations"] = CEL_RULES[path]
+        if path == "spec" and faults.active("coordination-dependencies-mutable"):
+            schema["x-kubernetes-validations"] = [_COORDINATION_WITHOUT_DEPENDENCIES]
     return schema
 
 

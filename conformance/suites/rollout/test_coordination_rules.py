@@ -131,6 +131,34 @@ def test_max_skew_takes_only_percentages(ms: ModelServings, manifest: Any) -> No
 
 
 @behaviour(
+    "rollout/coordination/dependencies-immutable",
+    "roleCoordination's dependencies are part of its policy, which is immutable after creation: changing a "
+    "dependency's dependsOn, adding a dependency or removing the dependencies MUST be refused, while other changes "
+    "to such a ModelServing MUST be accepted.",
+    COORDINATION,
+    Feature.ROLE_COORDINATION,
+)
+def test_dependencies_are_immutable(ms: ModelServings, manifest: Any) -> None:
+    dependencies = [{"role": "a", "dependsOn": ["b"]}]
+    body = _body(manifest, {"a": {}, "b": {}, "c": {}}, {"dependencies": dependencies})
+    body["spec"]["replicas"] = 0
+    ms.create(body)
+    changes = [
+        ("changing a dependency's dependsOn", [{"role": "a", "dependsOn": ["c"]}]),
+        ("adding a dependency", [*dependencies, {"role": "b", "dependsOn": ["c"]}]),
+        ("removing the dependencies", None),
+    ]
+    for what, new in changes:
+        patch = {"spec": {"rolloutStrategy": {"roleCoordination": {"dependencies": new}}}}
+        expect_refused(ms.try_patch(NAME, patch), f"{what} of roleCoordination after creation")
+    rejection = ms.try_patch(NAME, {"spec": {"revisionHistoryLimit": 3}})
+    assert rejection is None, (
+        f"expected a change of revisionHistoryLimit on a ModelServing with roleCoordination dependencies to be "
+        f"accepted; rejected: {rejection}"
+    )
+
+
+@behaviour(
     "rollout/coordination/every-role-by-default",
     "With roleCoordination roles [] every Role MUST take part: with maxSkew 25% and Roles a, b and c of 4 replicas "
     "each, while Role c's new Pods cannot run the target-version Ready ratios of a and b MUST stay within 25 "

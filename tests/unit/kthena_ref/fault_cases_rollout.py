@@ -84,6 +84,13 @@ def _role_max_unavailable_default() -> Any:
     return spec["properties"]["template"]["properties"]["roles"]["items"]["properties"]["maxUnavailable"].get("default")
 
 
+def _coordination_compared_whole() -> bool:
+    """Whether the CRD's immutability rule compares roleCoordination as a whole (dependencies included)."""
+    rules = crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"]
+    whole = "self.rolloutStrategy.roleCoordination == oldSelf.rolloutStrategy.roleCoordination"
+    return any(whole in r["rule"] for r in rules)
+
+
 def _three_groups(**role: Any) -> Any:
     return MS().replicas(3).role("r", 1, 0, **role)
 
@@ -373,6 +380,7 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
         [],
         (),
     ),
+    ("coordination-dependencies-mutable", _coordination_compared_whole, True, False, ()),
     (
         "coordination-roles-list-ignored",
         lambda: coordination.participants(RoleCoordination(roles=["a", "b"]), ["a", "b", "c"]),
