@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .. import faults
-from ..api.types import ModelServing, RecoveryPolicy, RolloutStrategyType
+from ..api.types import ModelServing, RolloutStrategyType
 from ..planner import intstr
 from ..planner.names import generated_name_problem
 from ..plugins.base import PluginConfigError, normalized_chain
@@ -48,7 +48,12 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Fie
     try:
         ms = ModelServing.model_validate(obj)
     except ValidationError as exc:
-        return [FieldError(_loc(tuple(e["loc"])), e["msg"]) for e in exc.errors()]
+        found = exc.errors()
+        if faults.active("enums-not-validated"):
+            found = [e for e in found if e["type"] != "enum"]
+        if faults.active("entry-template-optional"):
+            found = [e for e in found if e["loc"][-1:] != ("entryTemplate",)]
+        return [FieldError(_loc(tuple(e["loc"])), e["msg"]) for e in found]
     errors: list[FieldError] = []
     spec = ms.spec
     roles = spec.template.roles
@@ -120,18 +125,31 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Fie
 
     # Unknown plugins, bad configs and bad scopes are rejected here (spec readings 3 and 4).
     for k, plugin in enumerate(spec.plugins or []):
-        if faults.active("unknown-plugin-accepted") and plugin.name not in REGISTRY.names():
+        unknown_accepted = faults.active("unknown-plugin-accepted") or faults.active("unknown-plugin-logged-only")
+        if unknown_accepted and plugin.name not in REGISTRY.names():
             continue
         try:
             REGISTRY.build(plugin, f"spec.plugins[{k}]")
         except PluginConfigError as exc:
-            errors.append(FieldError(exc.field, exc.reason))
+            if not (faults.active("plugin-config-error-skips-plugin") and ".config" in exc.field):
+                errors.append(FieldError(exc.field, exc.reason))
     if old is not None:
         try:
             before: ModelServing | None = ModelServing.model_validate(old)
         except ValidationError:
             before = None
         if faults.active("chain-immutability-not-enforced"):
+            before = None
+        old_plugins, settled = (
+            (before.spec.plugins or []) if before else [],
+            (old.get("status") or {}).get("observedGeneration"),
+        )
+        if faults.active("chain-append-allowed") and old_plugins:  # a chain that only grew is let through
+            grown = normalized_chain((spec.plugins or [])[: len(old_plugins)]) == normalized_chain(old_plugins)
+            before = None if grown else before
+        if faults.active("chain-unlocked-after-rollout") and 1 < old["metadata"].get("generation", 1) == settled:
+            before = None  # the last spec change (a rollout, say) was carried out
+        if faults.active("chain-unlocked-at-zero") and before and before.spec.replicas == 0 and not old_plugins:
             before = None
         if before is not None and normalized_chain(before.spec.plugins) != normalized_chain(spec.plugins):
             errors.append(
@@ -164,13 +182,8 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Fie
                 )
             except intstr.IntOrStringError as exc:
                 errors.append(_intstr_error(exc))
-        if role_rolling and spec.recovery_policy is RecoveryPolicy.SERVING_GROUP_RECREATE:
-            errors.append(
-                FieldError(
-                    "spec.recoveryPolicy",
-                    "ServingGroupRecreate cannot be combined with rolloutStrategy.type RoleRollingUpdate",
-                )
-            )
+        # recoveryPolicy ServingGroupRecreate with RoleRollingUpdate is valid: the spec says what it does
+        # (RolloutStrategyType: deleting an outdated Role recreates its entire ServingGroup).
         coordination = strategy.role_coordination
         if coordination is not None:
             at = "spec.rolloutStrategy.roleCoordination"
@@ -179,9 +192,8 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Fie
             for n, role_name in enumerate(coordination.roles or []):
                 if role_name not in names:
                     errors.append(FieldError(f"{at}.roles[{n}]", f"{role_name!r} is not a Role of this ModelServing"))
-            if coordination.max_skew is not None and not (
-                isinstance(coordination.max_skew, str) and intstr.PERCENT.match(coordination.max_skew)
-            ):
+            percent = isinstance(coordination.max_skew, str) and intstr.PERCENT.match(coordination.max_skew)
+            if coordination.max_skew is not None and not percent and not faults.active("max-skew-any-form"):
                 errors.append(
                     FieldError(f"{at}.maxSkew", f"{coordination.max_skew!r} must be a percentage such as '10%'")
                 )
@@ -202,7 +214,7 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Fie
             at = "spec.rolloutStrategy.evictionStrategy"
             errors.extend(_check_intstr(eviction.min_available, f"{at}.minAvailable"))
             for key, value in sorted((eviction.role_min_available or {}).items()):
-                if key not in names:
+                if key not in names and not faults.active("role-min-available-keys-unchecked"):
                     errors.append(
                         FieldError(f"{at}.roleMinAvailable[{key}]", f"{key!r} is not a Role of this ModelServing")
                     )
