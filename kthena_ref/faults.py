@@ -93,6 +93,9 @@ FAULTS: dict[str, str] = {
     "servinggroup-recreate-ignores-restarts": (
         "under ServingGroupRecreate a restarted container rebuilds only its Role instance, not its ServingGroup"
     ),
+    "servinggroup-recreate-ignores-failures": (
+        "under ServingGroupRecreate a failed Pod rebuilds only its Role instance, not its ServingGroup"
+    ),
     "role-recreate-rebuilds-group": "recoveryPolicy RoleRecreate rebuilds the whole ServingGroup of a failed Pod",
     "restart-grace-ignored": "restartGracePeriodSeconds is ignored: an error Pod's scope is rebuilt at once",
     "live-revision-pruned": (
@@ -146,6 +149,7 @@ FAULTS: dict[str, str] = {
     "scope-roles-change-allowed": "admission ignores scope.roles when comparing plugin chains",
     "chain-unlocked-at-zero": "admission accepts adding the first plugin while spec.replicas is 0",
     # HeadlessServiceDNS (issue 13, H7): scope, layout, Service lifecycle
+    "headless-scope-refused": "admission refuses headless-service with any scope (also scope.target All)",
     "headless-scope-roles-ignored": (
         "headless-service's Services are made for every Role with a workerTemplate, also Roles outside scope.roles"
     ),
@@ -214,6 +218,30 @@ FAULTS: dict[str, str] = {
     "coordination-participants-miss-last-role": (
         "roleCoordination with an empty roles list leaves the last Role out of maxSkew (instead of every Role)"
     ),
+    "role-max-unavailable-default-all": (
+        "the CRD schema defaults a Role's maxUnavailable to 100% (every instance) instead of 1"
+    ),
+    "role-unavailable-rounds-up": (
+        "under RoleRollingUpdate a percentage maxUnavailable is rounded up instead of down (off by one)"
+    ),
+    "role-surge-rounds-down": "under RoleRollingUpdate a percentage maxSurge is rounded down instead of up",
+    "role-default-max-surge-one": "under RoleRollingUpdate an unset maxSurge resolves to 1 instead of the default 0",
+    "role-rolling-ignores-servinggroup-recreate": (
+        "under RoleRollingUpdate with recoveryPolicy ServingGroupRecreate, an outdated Role instance is recreated "
+        "alone instead of its entire ServingGroup"
+    ),
+    "role-partition-absolute-ignored": (
+        "under RoleRollingUpdate a Role's partition given as a number is ignored (percentages still protect)"
+    ),
+    "role-groups-one-at-a-time": (
+        "RoleRollingUpdate updates one ServingGroup at a time: the next waits until every Pod of the previous one is "
+        "at the update revision and Ready"
+    ),
+    "coordination-dependencies-mutable": (
+        "the CRD's immutability rule for roleCoordination compares maxSkew and roles only: its dependencies can be "
+        "changed after creation"
+    ),
+    "coordination-roles-list-ignored": "roleCoordination's roles list is ignored: every Role takes part in maxSkew",
     "skew-ratio-excludes-partition": (
         "roleCoordination's Ready ratios are taken over the Roles' replicas minus their partition-protected "
         "instances, instead of the entire formal replica count"
@@ -280,6 +308,10 @@ FAULTS: dict[str, str] = {
     "eligibility-ignores-scheduler-name": (
         "updateMethod InPlace patches the images of Pods that run under another scheduler than the ModelServing's "
         "schedulerName (changed together with an image), instead of recreating them"
+    ),
+    "plugin-fallback-ignores-budget": (
+        "a ModelServing whose plugins do not support in-place updates (headless-service) takes the recreate "
+        "fallback for every ServingGroup at once, ignoring maxUnavailable"
     ),
     "role-eligibility-whole-group": (
         "under RoleRollingUpdate with updateMethod InPlace, every Role's changes are held against each Role: one "

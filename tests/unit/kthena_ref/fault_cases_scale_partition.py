@@ -101,5 +101,11 @@ CASES: list[Row] = [
         ("current-revision-is-update", "partition-ignored"),
     ),
     # (the revision a protected instance comes back at is status.currentRevision's)
-    ("role-partition-refilled-at-update", probe_role_partition_refill, "a:v1", "a:v2", ("current-revision-is-update",)),
+    (
+        "role-partition-refilled-at-update",
+        probe_role_partition_refill,
+        "a:v1",
+        "a:v2",
+        ("current-revision-is-update", "role-partition-absolute-ignored"),  # the probe's partition is a number
+    ),
 ]

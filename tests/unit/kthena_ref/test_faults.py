@@ -30,6 +30,7 @@ from kthena_ref.plugins import build_chain
 from kthena_ref.plugins.base import HookRequest, NoOpHooks, PluginConfigError, Registry
 
 from .builders import MS, T0, deleted, deleting, edit_spec, env_of, fresh_pods, label, names, ready, set_image, world
+from .fault_cases_conventions import CASES as CONVENTION_CASES
 from .fault_cases_core import CASES as CORE_CASES
 from .fault_cases_plugins import CASES as PLUGIN_CASES
 from .fault_cases_readiness import CASES as READINESS_CASES
@@ -415,8 +416,15 @@ CASES = [
         probe_rollout_first_step(max_unavailable="30%"),
         ["ms-3-r-0-0"],
         ["ms-2-r-0-0", "ms-3-r-0-0"],
+        ("recreate-updates-in-place",),  # an image-only change patched in place deletes nothing
     ),
-    Case("surge-ignored", probe_rollout_first_step(max_unavailable=0, max_surge=1), ["+ms-4-r-0-0"], []),
+    Case(
+        "surge-ignored",
+        probe_rollout_first_step(max_unavailable=0, max_surge=1),
+        ["+ms-4-r-0-0"],
+        [],
+        ("recreate-updates-in-place",),  # patched in place, no surge group is needed
+    ),
     Case("partition-ignored", probe_rollout_first_step(partition=4), [], ["ms-3-r-0-0"]),
     Case("role-unchanged-recreated", probe_role_unchanged, ["ms-0-a-0-0"], ["ms-0-a-0-0", "ms-0-b-0-0"]),
     Case(
@@ -467,6 +475,7 @@ CASES += [Case(*row) for row in PLUGIN_CASES]
 CASES += [Case(*row) for row in READINESS_CASES]
 CASES += [Case(*row) for row in SCALE_PARTITION_CASES]
 CASES += [Case(*row) for row in ROLLOUT_CASES]
+CASES += [Case(*row) for row in CONVENTION_CASES]
 
 
 def test_every_fault_has_exactly_one_case() -> None:
