@@ -63,7 +63,6 @@ CASES = [
     ("zero-unavailable-zero-surge", lambda o: o["spec"].update(rolloutStrategy={"rollingUpdateConfiguration": {"maxUnavailable": 0}}), "spec.rolloutStrategy.rollingUpdateConfiguration.maxUnavailable"),
     ("bad-percentage", lambda o: o["spec"].update(rolloutStrategy={"rollingUpdateConfiguration": {"maxUnavailable": "half"}}), "maxUnavailable"),
     ("partition-without-role-rolling", lambda o: o["spec"]["template"]["roles"][0].update(partition=1), f"{ROLES}[0].partition"),
-    ("sg-recreate-with-role-rolling", lambda o: o["spec"].update(recoveryPolicy="ServingGroupRecreate", rolloutStrategy={"type": "RoleRollingUpdate"}), "spec.recoveryPolicy"),
     ("coordination-with-sg-rolling", lambda o: o["spec"].update(rolloutStrategy={"roleCoordination": {"maxSkew": "10%"}}), "spec.rolloutStrategy.roleCoordination"),
     ("unknown-plugin", lambda o: o["spec"].update(plugins=[{"name": "no-such-plugin"}]), "spec.plugins[0].name"),
     ("eviction-unknown-role", lambda o: o["spec"].update(rolloutStrategy={"evictionStrategy": {"protectionLevel": "Role", "roleMinAvailable": {"ghost": 1}}}), "roleMinAvailable[ghost]"),
