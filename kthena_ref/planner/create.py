@@ -16,6 +16,7 @@ from .. import faults
 from ..api.types import ModelServing, PluginSpec, RecoveryPolicy
 from ..plugins.base import BoundPlugin, PluginError
 from ..plugins.builtin import HEADLESS, REGISTRY
+from . import group_rollout
 from .deletions import Deleter
 from .hooks import run_pod_create
 from .layout import Layout
@@ -56,8 +57,13 @@ def create_missing(
         group_busy = bool(present) and all(delete.going(p) for p in present.values())
         if ordinal in patched:
             continue  # its Pods move to the update revision first; anything missing comes after
-        if ordinal in rebuilding or (group_busy and policy is RecoveryPolicy.SERVING_GROUP_RECREATE):
-            continue  # the whole group is being rebuilt: wait for every Pod to go
+        whole = policy is RecoveryPolicy.SERVING_GROUP_RECREATE or group_rollout.enabled(ms)
+        if ordinal in rebuilding or (group_busy and whole):
+            # The whole group is being rebuilt: wait for every Pod to go. Under ServingGroupRollingUpdate
+            # too, whatever the policy (the rollout recreates whole groups): a Role instance built
+            # meanwhile would take the revision of the group's terminating Pods, the outdated one, and
+            # the rollout would recreate the group again, the Roles taking turns forever.
+            continue
         if policy is RecoveryPolicy.SERVING_GROUP_RECREATE and any(key[0] == ordinal for key in seen.conflicts):
             continue  # a replacement holds part of the group's identity: nothing is built around it
         if faults.active("terminating-service-blocks-role") and any(
