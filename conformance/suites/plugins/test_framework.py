@@ -10,30 +10,6 @@ from conformance.framework.modelserving import ModelServings
 
 API = "api-reference-workload-v1alpha1.txt"
 PLUGINS = "plugin-framework-and-headless-service.txt"
-UNKNOWN = "conformance-unregistered-plugin"
-
-
-@behaviour(
-    "plugins/framework/unknown-plugin-not-ignored",
-    "A plugin name that matches no registered plugin MUST be rejected at admission or reported by a Warning "
-    "Event on the ModelServing naming the plugin, and MUST NOT be silently ignored.",
-    f"{PLUGINS}#API Configuration",
-    Feature.PLUGIN_FRAMEWORK,
-)
-def test_unknown_plugin_is_rejected_or_reported(ms: ModelServings, manifest: Any) -> None:
-    body = manifest("core-small")
-    body["spec"]["plugins"] = [{"name": UNKNOWN, "type": "BuiltIn"}]
-    rejection = ms.try_create(body)
-    if rejection is not None:  # the message's wording is not judged (core/admission/message-names-field)
-        ms.refused_create(body, f"the unregistered plugin {UNKNOWN!r}")
-        return
-    events = ms.wait(
-        "events",
-        f"a Warning Event on {ms.ns}/small naming the unregistered plugin {UNKNOWN!r} (it was accepted at admission)",
-        lambda: [e for e in ms.events("small") if e.type == "Warning" and UNKNOWN in (e.message or "")],
-        bool,
-    )
-    assert events, "unreachable: the wait returns only a non-empty list"
 
 
 @behaviour(
