@@ -3,7 +3,7 @@
     python ci/step_summary.py REPORT_DIR >> "$GITHUB_STEP_SUMMARY"
 
 Reads REPORT_DIR/conformance-report.json (verdict, implementation, profiles, the non-conformant and
-erroring tests, preflight, error) and REPORT_DIR/junit.xml (totals and the failing test cases).
+erroring tests, the warnings (failed SHOULD/MAY behaviours), preflight, error) and REPORT_DIR/junit.xml (totals and the failing test cases).
 Whatever is missing or unreadable is said so in the summary; the script itself always exits 0, so
 it never hides the run's own result.
 """
@@ -72,6 +72,13 @@ def report_lines(path: Path) -> list[str]:
             lines.append(f"| {_cell(test.get('id', '?'))} | {_cell(test.get('outcome'))} | {_cell(message)} |")
         if len(bad) > MAX_FAILURES:
             lines.append(f"| ... and {len(bad) - MAX_FAILURES} more | | |")
+    warned = [t for t in report.get("tests") or [] if isinstance(t, dict) and t.get("outcome") == "warning"]
+    if warned:  # a failed SHOULD/MAY: fails no profile, but the implementer should see it
+        lines += ["", "| SHOULD/MAY not met (warning) | message |", "|---|---|"]
+        for test in warned[:MAX_FAILURES]:
+            lines.append(f"| {_cell(test.get('id', '?'))} | {_cell(str(test.get('message', ''))[:200])} |")
+        if len(warned) > MAX_FAILURES:
+            lines.append(f"| ... and {len(warned) - MAX_FAILURES} more | |")
     checks = [c for c in report.get("preflight") or [] if isinstance(c, dict)]
     if checks:
         lines += ["", "| preflight | result | message |", "|---|---|---|"]

@@ -67,7 +67,7 @@ WAITS: dict[str, Wait] = {
         Wait(
             "drain",
             240,
-            "A node drain (cordon, then Evictions retried on HTTP 429 while the controller replaces what was "
+            "A node drain (cordon, then refused Evictions retried while the controller replaces what was "
             "evicted elsewhere) removes every selected Pod from the node.",
         ),
     )

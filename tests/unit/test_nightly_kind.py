@@ -710,12 +710,15 @@ def test_step_summary_reports_the_verdict_and_the_failing_tests(tmp_path: Path) 
         "tests": [
             {"id": "core/scale-up", "outcome": "passed", "message": ""},
             {"id": "core/recovery", "outcome": "non-conformant", "message": "pod not recreated"},
+            {"id": "core/scale/down-order", "outcome": "warning", "message": "removed the ready group first"},
         ],
         "preflight": [{"name": "nodes-ready", "result": "ok", "message": "4/4 nodes Ready"}],
     }
     (tmp_path / "conformance-report.json").write_text(json.dumps(report))
     (tmp_path / "junit.xml").write_text(JUNIT)
     text = summarize(tmp_path)
+    assert "| core/scale/down-order | removed the ready group first |" in text
+    assert text.index("SHOULD/MAY not met (warning)") > text.index("| core/recovery | non-conformant |")
     assert "**Verdict: failure**" in text
     assert "implementation: kthena-ref 0.1.0" in text
     assert "- startedAt: 2026-01-01T02:23:00Z" in text and "- exit code: 1" in text
