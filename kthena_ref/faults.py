@@ -67,6 +67,11 @@ FAULTS: dict[str, str] = {
     # Core (issue 13, H6): the CRD schema (these reach the CRD through `kthena-ref manifests --fault`)
     "no-schema-defaults": "the CRD schema carries no default: omitted fields are stored omitted",
     "enums-not-validated": "neither the CRD schema nor the webhook checks enum values (any string is stored)",
+    # InPlaceUpdate (lead, issue 13 second wave): the plugin document's spelling of InPlace (a CRD fault too)
+    "in-place-update-alias-recreates": (
+        "updateMethod InPlaceUpdate (the plugin document's spelling) is accepted by the CRD and the webhook but "
+        "acts as Recreate: an image change replaces the Pods instead of patching them in place"
+    ),
     "entry-template-optional": "neither the CRD schema nor the webhook requires a Role's entryTemplate",
     # Core (issue 13, H6): Pods, status, revisions, recovery
     "container-resources-dropped": "Pods' containers lose the template's resources (requests and limits)",

@@ -21,7 +21,16 @@ from pydantic.fields import FieldInfo
 
 from .. import faults
 from .podspec import load_snapshot
-from .types import GROUP, KIND, PLURAL, VERSION, ModelServingSpec, ModelServingStatus
+from .types import (
+    GROUP,
+    IN_PLACE_UPDATE_SPELLING,
+    KIND,
+    PLURAL,
+    VERSION,
+    ModelServingSpec,
+    ModelServingStatus,
+    UpdateMethod,
+)
 
 # CEL rules at a path in the schema ("spec.template" is the ServingGroup object, and so on).
 # Transition rules (with oldSelf) run on update only, when the old object had the field.
@@ -152,6 +161,8 @@ def schema_of(annotation: Any, path: str, field: FieldInfo | None = None) -> dic
         schema = {"type": "string", "enum": [m.value for m in inner]}
         if faults.active("enums-not-validated"):
             del schema["enum"]
+        elif inner is UpdateMethod and faults.active("in-place-update-alias-recreates"):
+            schema["enum"].append(IN_PLACE_UPDATE_SPELLING)
     elif isinstance(inner, type) and issubclass(inner, BaseModel):
         schema = model_schema(inner, path)
     elif inner is bool:

@@ -16,7 +16,9 @@ from __future__ import annotations
 import enum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from .. import faults
 
 GROUP = "workload.serving.volcano.sh"
 VERSION = "v1alpha1"
@@ -49,6 +51,10 @@ class RolloutStrategyType(enum.StrEnum):
 class UpdateMethod(enum.StrEnum):
     RECREATE = "Recreate"
     IN_PLACE = "InPlace"
+
+
+# The plugin document's spelling of InPlace (spec reading 1: a typo, refused as not an enum value).
+IN_PLACE_UPDATE_SPELLING = "InPlaceUpdate"
 
 
 class PluginType(enum.StrEnum):
@@ -165,6 +171,13 @@ class RolloutStrategy(_Model):
     )
     role_coordination: RoleCoordination | None = Field(default=None, alias="roleCoordination")
     eviction_strategy: EvictionStrategySpec | None = Field(default=None, alias="evictionStrategy")
+
+    @field_validator("update_method", mode="before")
+    @classmethod
+    def _alias_fault(cls, value: Any) -> Any:
+        if value == IN_PLACE_UPDATE_SPELLING and faults.active("in-place-update-alias-recreates"):
+            return UpdateMethod.RECREATE
+        return value
 
 
 class ModelServingSpec(_Model):

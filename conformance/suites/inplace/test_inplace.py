@@ -7,11 +7,11 @@ from typing import Any
 from conformance.cluster.faults import Fault
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
-from conformance.framework.modelserving import ModelServings
+from conformance.framework.modelserving import ModelServings, expect_refused, expected_pod_count
 from conformance.framework.rollout_watch import Layout, RolloutWatch
 from conformance.suites.rollout import expect_status_updated, never_gone, patch_roles, start, uids_of, with_image
 
-from . import STRATEGY, UPDATE_METHOD
+from . import PLUGIN_INTERACTION, STRATEGY, UPDATE_METHOD
 
 NAME = "inplace"
 V1, V2 = "registry.example/engine:v1", "registry.example/engine:v2"
@@ -134,3 +134,35 @@ def test_update_method_enum(ms: ModelServings, manifest: Any) -> None:
         body = body_of(manifest, 0, updateMethod=bad)
         body["metadata"]["name"] = f"method-{i}"
         ms.refused_create(body, f"updateMethod {bad!r}")
+
+
+@behaviour(
+    "inplace/update-method-spelling",
+    "A rolloutStrategy.updateMethod of InPlaceUpdate (the plugin document's spelling) MUST either be refused at "
+    "admission and not stored, or act as InPlace: a change of only images patches the existing Pods, keeping "
+    "their UIDs.",
+    PLUGIN_INTERACTION,
+    Feature.IN_PLACE_UPDATE,
+)
+def test_in_place_update_spelling_is_refused_or_in_place(ms: ModelServings, manifest: Any) -> None:
+    # Spec reading 1: "updateMethod: InPlaceUpdate" in the headless-service document is read as a typo
+    # for the enum value InPlace; an implementation may refuse it (not an enum value) or accept it as
+    # an alias. What both readings exclude: storing it and then recreating Pods (or doing nothing) on
+    # an image change, as if the field were Recreate or unknown.
+    body = body_of(manifest, 1, updateMethod="InPlaceUpdate")
+    what = "updateMethod InPlaceUpdate, image v1 -> v2"
+    rejection = ms.try_create(body)
+    if rejection is not None:
+        expect_refused(rejection, "updateMethod InPlaceUpdate")
+        assert not ms.exists(NAME), f"updateMethod InPlaceUpdate was refused but ModelServing {ms.ns}/{NAME} exists"
+        return
+    ms.wait_pods(NAME, expected_pod_count(body))
+    ms.wait_settled(NAME)
+    layout = Layout.of(body)
+    with RolloutWatch(ms, NAME, layout) as watch:
+        uids = uids_of(list(watch.latest().pods))
+        patch_roles(ms, body, with_image(body, V2))
+        settled = watch.wait_settled({"server": V2}, f"{what} (accepted at admission, so it must act as InPlace)")
+        timeline = watch.snapshot_timeline()
+    never_gone(timeline, uids, f"{what}: accepted at admission, so the Pods must be patched in place")
+    assert settled.uids() == uids, f"{what}: expected the same Pods (UIDs) after the update: {settled.describe()}"

@@ -13,6 +13,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import ValidationError
+
 from kthena_ref.admission.rules import validate
 from kthena_ref.api.crd import crd
 from kthena_ref.api.types import ModelServing
@@ -139,6 +141,21 @@ def probe_live_revisions() -> int:
     return len(w.revisions)
 
 
+def probe_in_place_update_spelling() -> tuple[Any, list[str], str]:
+    """The CRD's updateMethod enum, what the webhook refuses in updateMethod InPlaceUpdate, and how the
+    controller reads it."""
+    strategy = _spec_schema()["properties"]["rolloutStrategy"]["properties"]["updateMethod"]
+    data = _api(rolloutStrategy={"updateMethod": "InPlaceUpdate"})
+    refused = _fields(data)
+    if refused:
+        return strategy.get("enum"), refused, "refused"
+    try:
+        rollout = ModelServing.model_validate(data).spec.rollout_strategy
+    except ValidationError:
+        return strategy.get("enum"), refused, "unreadable"
+    return strategy.get("enum"), refused, str(rollout.update_method if rollout else None)
+
+
 CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
     ("no-schema-defaults", probe_schema_defaults, (1, 10), (None, None), ()),
     (
@@ -163,6 +180,13 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
         (),
     ),
     ("template-scheduler-name-wins", probe_scheduler_name, "ms-scheduler", "template-scheduler", ()),
+    (
+        "in-place-update-alias-recreates",
+        probe_in_place_update_spelling,
+        (["Recreate", "InPlace"], ["spec.rolloutStrategy.updateMethod"], "refused"),
+        (["Recreate", "InPlace", "InPlaceUpdate"], [], "Recreate"),
+        ("enums-not-validated",),
+    ),
     ("available-counts-unready", probe_available_unready, 1, 2, ("stale-available-replicas",)),
     ("current-revision-is-update", probe_current_revision, (1, False), (2, True), ("partition-ignored",)),
     ("no-status-at-zero-replicas", probe_status_written, (True, True), (False, True), ()),
