@@ -67,6 +67,11 @@ FAULTS: dict[str, str] = {
     # Core (issue 13, H6): the CRD schema (these reach the CRD through `kthena-ref manifests --fault`)
     "no-schema-defaults": "the CRD schema carries no default: omitted fields are stored omitted",
     "enums-not-validated": "neither the CRD schema nor the webhook checks enum values (any string is stored)",
+    # Core (lead, issue 13 second wave): workerReplicas "Required" (a CRD fault)
+    "worker-replicas-default-one": (
+        "the CRD neither requires a Role's workerReplicas nor leaves it 0: an omitted workerReplicas defaults to 1, "
+        "so a Role with a workerTemplate and no workerReplicas runs a worker Pod"
+    ),
     # InPlaceUpdate (lead, issue 13 second wave): the plugin document's spelling of InPlace (a CRD fault too)
     "in-place-update-alias-recreates": (
         "updateMethod InPlaceUpdate (the plugin document's spelling) is accepted by the CRD and the webhook but "

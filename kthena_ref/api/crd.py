@@ -201,7 +201,9 @@ def model_schema(model: type[BaseModel], path: str) -> dict[str, Any]:
         child = f"{path}.{wire}" if path else wire
         prop = schema_of(field.annotation, child, field)
         if field.is_required():
-            if not (faults.active("entry-template-optional") and wire == "entryTemplate"):
+            if wire == "workerReplicas" and faults.active("worker-replicas-default-one"):
+                prop["default"] = 1  # an omitted workerReplicas becomes one worker instead of being refused
+            elif not (faults.active("entry-template-optional") and wire == "entryTemplate"):
                 required.append(wire)
         elif field.default is not None and not isinstance(field.default, (dict, list)):
             default = field.default

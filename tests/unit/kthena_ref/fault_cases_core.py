@@ -141,6 +141,14 @@ def probe_live_revisions() -> int:
     return len(w.revisions)
 
 
+def probe_worker_replicas_required() -> tuple[bool, Any]:
+    """Whether the CRD requires a Role's workerReplicas, and the default it gives one."""
+    role_schema = _spec_schema()["properties"]["template"]["properties"]["roles"]["items"]
+    return "workerReplicas" in role_schema.get("required", []), role_schema["properties"]["workerReplicas"].get(
+        "default"
+    )
+
+
 def probe_in_place_update_spelling() -> tuple[Any, list[str], str]:
     """The CRD's updateMethod enum, what the webhook refuses in updateMethod InPlaceUpdate, and how the
     controller reads it."""
@@ -180,6 +188,7 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
         (),
     ),
     ("template-scheduler-name-wins", probe_scheduler_name, "ms-scheduler", "template-scheduler", ()),
+    ("worker-replicas-default-one", probe_worker_replicas_required, (True, None), (False, 1), ()),
     (
         "in-place-update-alias-recreates",
         probe_in_place_update_spelling,
