@@ -150,7 +150,16 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         keep.append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
+    # Slow behaviours (each waits out a deadline of a minute or more) first, so that under xdist they
+    # overlap with the rest instead of being what the last worker waits for alone; the sort is stable,
+    # so every worker still collects one order.
+    keep.sort(key=lambda item: not _slow(item))
     items[:] = keep
+
+
+def _slow(item: pytest.Item) -> bool:
+    b = behaviour_of(item)
+    return bool(b is not None and b.slow)
 
 
 @pytest.hookimpl(wrapper=True)
