@@ -131,6 +131,10 @@ def load_snapshot() -> dict[str, Any]:
     if not faults.active("pod-template-list-maps-enforced"):
         for path in UNENFORCED_LISTS:
             unkeyed(schema, path)
+    if faults.active("pod-spec-schema-outdated"):  # an older PodSpec: kube-apiserver prunes what it lacks
+        del schema["properties"]["resources"]
+        for kind in CONTAINER_KINDS:
+            del schema["properties"][kind]["items"]["properties"]["restartPolicyRules"]
     return schema
 
 

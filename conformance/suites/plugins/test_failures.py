@@ -6,8 +6,9 @@ Two ways a chain can name a plugin that cannot act on a Pod, from the manifest a
   a string where the spec documents ``[]EnvVar``): "If any plugin returns an error, Pod creation
   fails and the controller retries". The config is "an opaque JSON blob interpreted by the plugin",
   so an implementation may refuse it at admission or accept it and fail Pod creation; either way
-  no Pod may be created without the plugin. The retry cannot be watched here: the chain is
-  immutable, so nothing can make that config decodable later.
+  no Pod may be created without the plugin, and an accepted one is reported by a Warning Event
+  naming the plugin ("Track plugin execution status via Kubernetes Events"). The retry cannot be
+  watched here: the chain is immutable, so nothing can make that config decodable later.
 - a name no plugin is registered under ("must match a registered plugin name"): refused at
   admission, or reported on the ModelServing as a failure, by a Warning Event or a status
   condition naming it; a line in the controller's log is not visible to the ModelServing's user
@@ -24,6 +25,7 @@ from conformance.framework.modelserving import ModelServings, expect_refused, ex
 
 PLUGINS = "plugin-framework-and-headless-service.txt"
 UNKNOWN = "conformance-not-a-registered-plugin"
+DEMO = "demo-pod-tweaks"
 
 
 @behaviour(
@@ -83,4 +85,32 @@ def test_unregistered_plugin_is_refused_or_visible(ms: ModelServings, manifest: 
         f"a Warning Event or a status condition on {ms.ns}/{name} naming the unregistered plugin {UNKNOWN!r} "
         "(it was accepted at admission)",
         reported,
+    )
+
+
+@behaviour(
+    "plugins/failures/undecodable-config-reported",
+    "A demo-pod-tweaks config the plugin cannot decode (env that is not a list of EnvVar) MUST be rejected at "
+    "admission or, if accepted, reported by a Warning Event on the ModelServing naming the plugin.",
+    f"{PLUGINS}#Overview",
+    Feature.DEMO_POD_TWEAKS,
+)
+def test_undecodable_config_is_refused_or_reported(ms: ModelServings, manifest: Any) -> None:
+    # The built-in plugins' Pod mutations cannot fail once their config is decoded (spec reading
+    # "A failing plugin"), so a config the plugin cannot decode is the one failure a manifest can
+    # cause; "Track plugin execution status via Kubernetes Events" makes it visible to the user.
+    body = manifest("plugins-two-roles")
+    bad = body["metadata"]["name"] = "undecodable"
+    body["spec"]["plugins"] = [{"name": DEMO, "type": "BuiltIn", "config": {"env": "CUSTOM_VAR=x"}}]
+    rejection = ms.try_create(body)
+    if rejection is not None:
+        expect_refused(rejection, "a demo-pod-tweaks config whose env is a string")
+        return
+    ms.wait(
+        "events",
+        f"a Warning Event on {ms.ns}/{bad} naming the plugin {DEMO!r}, whose config (env given as a string) it "
+        "cannot decode (the config was accepted at admission)",
+        lambda: [
+            f"{e.reason}: {e.message}" for e in ms.events(bad) if e.type == "Warning" and DEMO in (e.message or "")
+        ],
     )

@@ -273,7 +273,7 @@ CASES: list[Row] = [
         probe_config_error,
         (["spec.plugins[0].config.env"], "PluginConfigError: spec.plugins[0].config.env"),
         ([], "ms-0-r-0-0"),
-        (),
+        ("plugin-config-error-logged-only",),  # it accepts the config too (and the controller then fails)
     ),
     (
         "unknown-plugin-logged-only",
