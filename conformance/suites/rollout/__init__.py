@@ -49,10 +49,12 @@ def patch_roles(ms: ModelServings, body: dict[str, Any], roles: list[dict[str, A
     ms.patch(body["metadata"]["name"], {"spec": {"template": {"roles": roles}}})
 
 
-def start(ms: ModelServings, body: dict[str, Any]) -> Layout:
-    """Create ``body`` and wait until every Pod runs and status reports every ServingGroup available."""
+def start(ms: ModelServings, body: dict[str, Any], *, created: bool = False) -> Layout:
+    """Create ``body`` (unless it was ``created`` already) and wait until every Pod runs and status
+    reports every ServingGroup available."""
     name = body["metadata"]["name"]
-    ms.create(body)
+    if not created:
+        ms.create(body)
     ms.wait_pods(name, expected_pod_count(body))
     ms.wait_settled(name)
     return Layout.of(body)

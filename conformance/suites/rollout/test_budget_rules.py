@@ -4,9 +4,10 @@ Why this module exists: the budget tests of :mod:`.test_servinggroup_rollout` st
 ModelServing with every setting given. These behaviours are about the edges of that: a
 ServingGroup that is already unready when the update starts (it is unavailable, so it uses the
 budget up: another implementation was seen taking a further ServingGroup down), the default
-maxUnavailable when rollingUpdateConfiguration is omitted, and a Role's own rolling settings,
-which ServingGroupRollingUpdate ignores ("rolling update settings on individual Roles do not take
-effect").
+maxUnavailable when rollingUpdateConfiguration is omitted, percentages that both resolve to 0
+(refused, or the update still progresses: docs/spec-readings.md), and a Role's own rolling
+settings (maxUnavailable, maxSurge and partition), which ServingGroupRollingUpdate accepts and
+ignores ("rolling update settings on individual Roles do not take effect").
 
 The unready ServingGroup must stay unready for as long as the test needs, whatever the controller
 does with it: the test plays the scheduler (see :mod:`conformance.suites.eviction`), so a
@@ -19,7 +20,7 @@ from typing import Any
 
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
-from conformance.framework.modelserving import ModelServings
+from conformance.framework.modelserving import ModelServings, expect_refused
 from conformance.framework.rollout_watch import RolloutWatch, Snapshot
 from conformance.suites.eviction import MANUAL_SCHEDULER, Binder
 from conformance.suites.eviction import start as start_bound
@@ -52,9 +53,12 @@ def _body(manifest: Any, rolling: dict[str, Any] | None) -> dict[str, Any]:
     return body
 
 
-def _roll(ms: ModelServings, body: dict[str, Any], *, min_ready: int, max_groups: int, what: str) -> None:
-    """Change the image under a watch; the update must finish within the bounds."""
-    layout = start(ms, body)
+def _roll(
+    ms: ModelServings, body: dict[str, Any], *, min_ready: int, max_groups: int, what: str, created: bool = False
+) -> None:
+    """Change the image under a watch (``body`` is created first unless it was already); the update
+    must finish within the bounds."""
+    layout = start(ms, body, created=created)
     with RolloutWatch(ms, NAME, layout) as watch:
         patch_roles(ms, body, with_image(body, V2))
         watch.wait_settled({"server": V2}, what)
@@ -116,14 +120,46 @@ def test_max_unavailable_defaults_to_one(ms: ModelServings, manifest: Any) -> No
 
 @behaviour(
     "rollout/sg/role-settings-ignored",
-    "Under ServingGroupRollingUpdate a Role's own maxUnavailable and maxSurge MUST NOT take effect, so with "
-    "rollingUpdateConfiguration maxUnavailable 1 and the Role's maxUnavailable and maxSurge 100%, at least 2 of 3 "
-    "ServingGroups MUST be ready and no more than 3 MUST exist at every moment of the update.",
+    "Under ServingGroupRollingUpdate a Role's own maxUnavailable, maxSurge and partition MUST be accepted and MUST "
+    "NOT take effect, so with rollingUpdateConfiguration maxUnavailable 1 and the Role's maxUnavailable and "
+    "maxSurge 100% and partition 1, every ServingGroup MUST be updated, at least 2 of 3 ServingGroups MUST be ready "
+    "and no more than 3 MUST exist at every moment of the update.",
     STRATEGY,
     Feature.ROLLING_UPDATE,
 )
 def test_role_rolling_settings_do_not_take_effect(ms: ModelServings, manifest: Any) -> None:
     body = _body(manifest, {"maxUnavailable": 1})
-    role(body, "server").update(maxUnavailable="100%", maxSurge="100%")
-    what = "ServingGroupRollingUpdate, maxUnavailable 1 of 3; the Role's maxUnavailable and maxSurge 100%"
+    role(body, "server").update(maxUnavailable="100%", maxSurge="100%", partition=1)
+    what = (
+        "ServingGroupRollingUpdate, maxUnavailable 1 of 3; the Role's maxUnavailable and maxSurge 100% and partition "
+        "1 (no ServingGroup may stay on the old image)"
+    )
     _roll(ms, body, min_ready=2, max_groups=3, what=what)
+
+
+@behaviour(
+    "rollout/sg/max-unavailable-zero-percentages",
+    "A rollingUpdateConfiguration whose maxUnavailable and maxSurge percentages both resolve to 0 (10% and 0% of 3 "
+    "ServingGroups) MUST either be refused at admission or, when accepted, the update MUST still progress and "
+    "finish, with at least 2 of 3 ServingGroups ready and no more than 4 existing at every moment.",
+    CONFIG,
+    Feature.ROLLING_UPDATE,
+)
+def test_percentages_that_both_resolve_to_zero(ms: ModelServings, manifest: Any) -> None:
+    body = _body(manifest, {"maxUnavailable": "10%", "maxSurge": "0%"})
+    rejection = ms.try_create(body)
+    if rejection is not None:  # spec reading: refusing them is fair; the refusal must be about the budget
+        expect_refused(rejection, "maxUnavailable 10% with maxSurge 0% of 3 ServingGroups")
+        control = _body(manifest, {"maxUnavailable": "34%", "maxSurge": "0%"})
+        control["metadata"]["name"] = f"{NAME}-control"
+        refused = ms.try_create(control)
+        assert refused is None, (
+            f"maxUnavailable 10% with maxSurge 0% was refused ({rejection.message}), but so was maxUnavailable 34% "
+            f"(1 of 3) with maxSurge 0%: {refused}; the refusal is not about both percentages resolving to 0"
+        )
+        return
+    what = (
+        "maxUnavailable 10% and maxSurge 0% of 3 ServingGroups (both resolve to 0), accepted: the update must "
+        "progress (acting as maxUnavailable 1 or maxSurge 1), never stay stuck"
+    )
+    _roll(ms, body, min_ready=2, max_groups=4, what=what, created=True)
