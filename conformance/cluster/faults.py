@@ -8,6 +8,12 @@ On the embedded cluster the kubelet is kwok, and the faults are kwok Stages keye
 annotations below (see ``local/kwok-stages.yaml``). Setting the annotation is the whole
 interface, so it is deterministic and works from any client, including ``kubectl annotate``.
 
+An init container is restarted as a real kubelet restarts one in a running Pod: only a sidecar (an
+init container with ``restartPolicy: Always``) runs, and so restarts, once the Pod has started; a
+regular init container has run to completion by then. :attr:`Fault.RESTART_SIDECAR` therefore
+needs the Pod's first init container to be a sidecar; a provider that cannot restart one leaves the
+fault out of :meth:`FaultInjector.supported_faults`, and a test needing it is inconclusive there.
+
 An image that cannot be pulled needs no capability: a test names an image in the registry
 :data:`PULL_FAILS_REGISTRY` (:func:`unpullable`). ``.invalid`` is reserved and never resolves
 (RFC 2606, RFC 6761), so no such image can exist and a real kubelet fails its pull as surely as the
@@ -20,8 +26,11 @@ import enum
 from collections.abc import Callable
 from typing import Protocol
 
+from .errors import UnsupportedOperation
+
 FAULT_ANNOTATION = "conformance.kthena.io/fault"
 RESTARTS_ANNOTATION = "conformance.kthena.io/restarts"
+SIDECAR_RESTARTS_ANNOTATION = "conformance.kthena.io/sidecar-restarts"
 # Images in this registry never pull (kwok-stages.yaml spells the same prefix in its selectors).
 PULL_FAILS_REGISTRY = "pull-fails.conformance.invalid"
 # The container waiting reasons of a failed pull, in the order a kubelet shows them.
@@ -48,6 +57,7 @@ class Fault(enum.StrEnum):
     NOT_READY = "not-ready"  # Ready=False until cleared
     FAIL = "fail"  # phase Failed, containers exit 1 (terminal)
     RESTART = "restart"  # the first container's restartCount goes up by one
+    RESTART_SIDECAR = "restart-sidecar"  # the first init container's (a sidecar's) restartCount goes up by one
     CLEAR = "clear"  # undo NOT_READY: the Pod is Ready again
 
 
@@ -61,6 +71,8 @@ def fault_patch(fault: Fault, current_restarts: int = 0) -> dict[str, object]:
     """The merge patch that asks the embedded cluster's kwok stages for ``fault`` (pure)."""
     if fault is Fault.RESTART:
         return {"metadata": {"annotations": {RESTARTS_ANNOTATION: str(current_restarts + 1)}}}
+    if fault is Fault.RESTART_SIDECAR:
+        return {"metadata": {"annotations": {SIDECAR_RESTARTS_ANNOTATION: str(current_restarts + 1)}}}
     if fault is Fault.CLEAR:
         return {"metadata": {"annotations": {FAULT_ANNOTATION: None}}}
     return {"metadata": {"annotations": {FAULT_ANNOTATION: fault.value}}}
@@ -75,15 +87,31 @@ class FaultInjector(Protocol):
 
 
 class AnnotationFaultInjector:
-    """Injects faults by annotating the Pod; used with the embedded cluster's kwok stages."""
+    """Injects faults by annotating the Pod; used with the embedded cluster's kwok stages.
 
-    def __init__(self, patch: PodPatcher, restart_count: Callable[[str, str], int]) -> None:
+    ``restart_count`` gives the restarts of a Pod's first container, ``sidecar_restart_count`` those
+    of its first init container (and refuses a Pod whose first init container is not a sidecar);
+    without the latter, :attr:`Fault.RESTART_SIDECAR` is not supported."""
+
+    def __init__(
+        self,
+        patch: PodPatcher,
+        restart_count: Callable[[str, str], int],
+        sidecar_restart_count: Callable[[str, str], int] | None = None,
+    ) -> None:
         self._patch = patch
-        self._restart_count = restart_count
+        self._counts = {Fault.RESTART: restart_count}
+        if sidecar_restart_count is not None:
+            self._counts[Fault.RESTART_SIDECAR] = sidecar_restart_count
 
     def supported_faults(self) -> frozenset[Fault]:
-        return frozenset(Fault)
+        return frozenset(f for f in Fault if f is not Fault.RESTART_SIDECAR or f in self._counts)
 
     def inject(self, namespace: str, pod: str, fault: Fault) -> None:
-        current = self._restart_count(namespace, pod) if fault is Fault.RESTART else 0
+        if fault not in self.supported_faults():
+            raise UnsupportedOperation(
+                f"this cluster cannot inject '{fault.value}' into pods", "run the test on the local (embedded) provider"
+            )
+        count = self._counts.get(fault)
+        current = count(namespace, pod) if count is not None else 0
         self._patch(pod, namespace, fault_patch(fault, current))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .errors import UnsupportedOperation
+from .errors import HarnessError, UnsupportedOperation
 from .faults import AnnotationFaultInjector, Fault, FaultInjector
 from .spec import ClusterSpec
 
@@ -135,7 +135,7 @@ def kwok_fault_injector(kubeconfig: Path, context: str | None = None) -> FaultIn
     """The annotation-based injector for clusters whose kubelet is kwok with our stages."""
     from kubernetes import client  # imported lazily: slow, and not needed by `cluster up`
 
-    from .faults import RESTARTS_ANNOTATION
+    from .faults import RESTARTS_ANNOTATION, SIDECAR_RESTARTS_ANNOTATION
     from .kube import api_client
 
     api = client.CoreV1Api(api_client(kubeconfig, context))
@@ -147,7 +147,21 @@ def kwok_fault_injector(kubeconfig: Path, context: str | None = None) -> FaultIn
         asked = int((obj.metadata.annotations or {}).get(RESTARTS_ANNOTATION, "0") or 0)
         return max(seen, asked)
 
+    def sidecar_restart_count(namespace: str, pod: str) -> int:
+        obj: Any = api.read_namespaced_pod(pod, namespace)
+        first = (obj.spec.init_containers or [None])[0]
+        if first is None or first.restart_policy != "Always":
+            raise HarnessError(
+                f"pod {namespace}/{pod} has no sidecar as its first init container: a running Pod restarts only "
+                "sidecars (init containers with restartPolicy Always)",
+                "make the Pod's first init container a sidecar",
+            )
+        statuses = (obj.status.init_container_statuses or []) if obj.status else []
+        seen = int(statuses[0].restart_count) if statuses else 0
+        asked = int((obj.metadata.annotations or {}).get(SIDECAR_RESTARTS_ANNOTATION, "0") or 0)
+        return max(seen, asked)
+
     def patch(name: str, namespace: str, body: dict[str, object]) -> object:
         return api.patch_namespaced_pod(name, namespace, body)
 
-    return AnnotationFaultInjector(patch, restart_count)
+    return AnnotationFaultInjector(patch, restart_count, sidecar_restart_count)

@@ -9,7 +9,12 @@ Two kubelet behaviours make spec statements observable that nothing else does:
   waits with reason ErrImagePull or ImagePullBackOff, never runs, and the Pod is not Ready; a Pod
   patched in place to such an image keeps its UID and phase but is not Ready.
 
-A real kubelet does both; the embedded cluster's kwok stages do too. A cluster whose simulated
+And one fault a test asks for (:mod:`conformance.cluster.faults`) makes "an init container is
+restarted" observable: a **sidecar** (an init container with ``restartPolicy: Always``, the only
+init container a kubelet restarts once the Pod runs) restarting, its ``initContainerStatuses``
+restartCount going up (:func:`require_faults`, :func:`expect_sidecar_restarted`).
+
+A real kubelet does all of these; the embedded cluster's kwok stages do too. A cluster whose simulated
 kubelet does not would make a test pass (or fail) for the wrong reason, so the tests check what
 they see and raise :class:`~.outcomes.Inconclusive` (an error, never a pass or a non-conformance)
 when the cluster did not produce the condition.
@@ -19,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..cluster.faults import PULL_FAILURE_REASONS, is_unpullable
+from ..cluster.faults import PULL_FAILURE_REASONS, Fault, is_unpullable
 from .outcomes import Inconclusive
 from .waits import WaitTimeout, wait_for
 
@@ -113,3 +118,52 @@ def expect_pull_failed(kube: Any, namespace: str, pods: list[str], *, timeout: f
             "fail image pulls, so what the test needs cannot be observed here"
         )
     return seen
+
+
+def require_faults(injector: Any, *needed: Fault) -> None:
+    """``injector`` (the ``faults`` fixture) can inject every fault of ``needed``; a cluster that
+    cannot (kind, k3s, an existing cluster: they declare what they support) cannot produce what the
+    test needs: :class:`Inconclusive`, before anything is created."""
+    missing = [f.value for f in needed if f not in injector.supported_faults()]
+    if missing:
+        raise Inconclusive(
+            f"this cluster cannot inject {', '.join(missing)} (it supports: "
+            f"{', '.join(sorted(f.value for f in injector.supported_faults())) or 'no fault'}), so what the test "
+            "needs cannot be produced here"
+        )
+
+
+def sidecar_restarts(pod: Any) -> int:
+    """The restartCount of ``pod``'s first init container (a ``V1Pod``); 0 before it has a status. Pure."""
+    statuses = (pod.status.init_container_statuses if pod.status else None) or []
+    return int(statuses[0].restart_count or 0) if statuses else 0
+
+
+def expect_sidecar_restarted(kube: Any, namespace: str, pod: str, before: int, *, timeout: float) -> None:
+    """Wait until ``pod``'s first init container, a sidecar, shows more than ``before`` restarts (a
+    Pod already gone was removed after it did: only a reaction to the fault removes it). A cluster
+    that never shows the restart within ``timeout`` cannot produce what the test needs:
+    :class:`Inconclusive`, so that the implementation is not blamed for a restart that never was."""
+    from kubernetes.client.exceptions import ApiException
+
+    def read() -> int | None:
+        try:
+            return sidecar_restarts(kube.core.read_namespaced_pod(pod, namespace))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    try:
+        wait_for(
+            f"the sidecar of {pod} to show more than {before} restarts",
+            read,
+            until=lambda seen: seen is None or seen > before,
+            timeout=timeout,
+            interval=0.2,
+        )
+    except WaitTimeout as exc:
+        raise Inconclusive(
+            f"the cluster never restarted the sidecar (first init container) of {pod} as asked (its "
+            f"initContainerStatuses restartCount stayed at {before}): {exc}"
+        ) from None

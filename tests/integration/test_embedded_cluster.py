@@ -18,6 +18,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
+from conformance.cluster.errors import HarnessError
 from conformance.cluster.faults import PULL_FAILURE_REASONS, Fault, FaultInjector, unpullable
 from conformance.cluster.pki import CertificateAuthority
 from conformance.cluster.provider import ClusterInfo
@@ -268,6 +269,34 @@ def test_pod_can_be_restarted_on_demand(core: client.CoreV1Api, namespace: str, 
         )
         assert condition(pod, "Ready") == "True"
         assert pod.status.container_statuses[0].last_state.terminated is not None
+
+
+SIDECAR = {"name": "proxy", "image": "registry.example/proxy:v1", "restartPolicy": "Always"}
+
+
+def test_a_sidecar_can_be_restarted_on_demand(core: client.CoreV1Api, namespace: str, faults: FaultInjector) -> None:
+    """The first init container, a sidecar, restarts (restartCount + 1, a lastState); the regular
+    containers do not; with NOT_READY first the Pod stays not Ready, as a crashing sidecar leaves it."""
+    ready_pod(core, namespace, "sidecar", initContainers=[SIDECAR])
+    faults.inject(namespace, "sidecar", Fault.NOT_READY)
+    for expected in (1, 2):
+        faults.inject(namespace, "sidecar", Fault.RESTART_SIDECAR)
+        pod = wait_for(
+            f"the sidecar's restartCount {expected}",
+            lambda: core.read_namespaced_pod("sidecar", namespace),
+            until=lambda p, n=expected: p.status.init_container_statuses[0].restart_count == n,  # type: ignore[misc]
+        )
+        sidecar = pod.status.init_container_statuses[0]
+        assert sidecar.state.running is not None and sidecar.last_state.terminated is not None
+        assert pod.status.container_statuses[0].restart_count == 0
+        assert condition(pod, "Ready") == "False"
+
+
+def test_only_a_sidecar_can_be_restarted(core: client.CoreV1Api, namespace: str, faults: FaultInjector) -> None:
+    """A running Pod's kubelet never restarts a regular init container: the injector refuses it."""
+    ready_pod(core, namespace, "plain-init", initContainers=[{"name": "setup", "image": IMAGE}])
+    with pytest.raises(HarnessError, match="no sidecar"):
+        faults.inject(namespace, "plain-init", Fault.RESTART_SIDECAR)
 
 
 def _set_condition(core: client.CoreV1Api, namespace: str, pod: str, kind: str, status: str) -> None:

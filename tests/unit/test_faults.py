@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.cluster.errors import UnsupportedOperation
 from conformance.cluster.faults import (
     FAULT_ANNOTATION,
     RESTARTS_ANNOTATION,
+    SIDECAR_RESTARTS_ANNOTATION,
     AnnotationFaultInjector,
     Fault,
     fault_patch,
@@ -22,6 +24,8 @@ from conformance.cluster.faults import (
         pytest.param(Fault.RESTART, 0, {RESTARTS_ANNOTATION: "1"}, id="restart-from-0"),
         pytest.param(Fault.RESTART, 4, {RESTARTS_ANNOTATION: "5"}, id="restart-from-4"),
         pytest.param(Fault.RESTART, 99, {RESTARTS_ANNOTATION: "100"}, id="restart-from-99"),
+        pytest.param(Fault.RESTART_SIDECAR, 0, {SIDECAR_RESTARTS_ANNOTATION: "1"}, id="sidecar-from-0"),
+        pytest.param(Fault.RESTART_SIDECAR, 4, {SIDECAR_RESTARTS_ANNOTATION: "5"}, id="sidecar-from-4"),
         pytest.param(Fault.CLEAR, 0, {FAULT_ANNOTATION: None}, id="clear-removes-annotation"),
         pytest.param(Fault.CLEAR, 3, {FAULT_ANNOTATION: None}, id="clear-ignores-count"),
     ],
@@ -43,7 +47,13 @@ def test_restart_annotation_value_is_a_string() -> None:
 
 @pytest.mark.parametrize(
     ("fault", "value"),
-    [(Fault.NOT_READY, "not-ready"), (Fault.FAIL, "fail"), (Fault.RESTART, "restart"), (Fault.CLEAR, "clear")],
+    [
+        (Fault.NOT_READY, "not-ready"),
+        (Fault.FAIL, "fail"),
+        (Fault.RESTART, "restart"),
+        (Fault.RESTART_SIDECAR, "restart-sidecar"),
+        (Fault.CLEAR, "clear"),
+    ],
 )
 def test_fault_values(fault: Fault, value: str) -> None:
     assert fault.value == value
@@ -53,15 +63,18 @@ def test_fault_values(fault: Fault, value: str) -> None:
 def test_annotation_names() -> None:
     assert FAULT_ANNOTATION == "conformance.kthena.io/fault"
     assert RESTARTS_ANNOTATION == "conformance.kthena.io/restarts"
+    assert SIDECAR_RESTARTS_ANNOTATION == "conformance.kthena.io/sidecar-restarts"
 
 
 class Recorder:
     """A fake PodPatcher plus restart counter that records every call."""
 
-    def __init__(self, restarts: int = 0) -> None:
+    def __init__(self, restarts: int = 0, sidecar_restarts: int = 0) -> None:
         self.restarts = restarts
+        self.sidecar_restarts = sidecar_restarts
         self.patches: list[tuple[str, str, dict[str, object]]] = []
         self.count_calls: list[tuple[str, str]] = []
+        self.sidecar_count_calls: list[tuple[str, str]] = []
 
     def patch(self, name: str, namespace: str, body: dict[str, object]) -> object:
         self.patches.append((name, namespace, body))
@@ -70,6 +83,13 @@ class Recorder:
     def restart_count(self, namespace: str, pod: str) -> int:
         self.count_calls.append((namespace, pod))
         return self.restarts
+
+    def sidecar_restart_count(self, namespace: str, pod: str) -> int:
+        self.sidecar_count_calls.append((namespace, pod))
+        return self.sidecar_restarts
+
+    def injector(self) -> AnnotationFaultInjector:
+        return AnnotationFaultInjector(self.patch, self.restart_count, self.sidecar_restart_count)
 
 
 @pytest.mark.parametrize(
@@ -91,8 +111,24 @@ def test_injector_patches_the_pod(fault: Fault, restarts: int, counted: bool, bo
 
 
 def test_injector_supports_every_fault() -> None:
+    assert Recorder().injector().supported_faults() == frozenset(Fault)
+
+
+def test_a_sidecar_restart_counts_the_first_init_container() -> None:
+    rec = Recorder(restarts=7, sidecar_restarts=2)
+    rec.injector().inject("ns", "p", Fault.RESTART_SIDECAR)
+    assert rec.patches == [("p", "ns", {"metadata": {"annotations": {SIDECAR_RESTARTS_ANNOTATION: "3"}}})]
+    assert (rec.count_calls, rec.sidecar_count_calls) == ([], [("ns", "p")])
+
+
+def test_without_a_sidecar_counter_a_sidecar_restart_is_unsupported() -> None:
+    """Declared like any capability: left out of supported_faults, refused by inject, nothing patched."""
     rec = Recorder()
-    assert AnnotationFaultInjector(rec.patch, rec.restart_count).supported_faults() == frozenset(Fault)
+    injector = AnnotationFaultInjector(rec.patch, rec.restart_count)
+    assert injector.supported_faults() == frozenset(Fault) - {Fault.RESTART_SIDECAR}
+    with pytest.raises(UnsupportedOperation, match="restart-sidecar"):
+        injector.inject("ns", "p", Fault.RESTART_SIDECAR)
+    assert rec.patches == []
 
 
 def test_successive_restarts_use_the_current_count() -> None:

@@ -24,6 +24,7 @@ from conformance.cluster.faults import (
     FAULT_ANNOTATION,
     PULL_FAILS_REGISTRY,
     RESTARTS_ANNOTATION,
+    SIDECAR_RESTARTS_ANNOTATION,
     Fault,
     fault_patch,
     unpullable,
@@ -55,6 +56,11 @@ GATES_KEY = (
 RESTART_KEY = (
     f'(.metadata.annotations["{RESTARTS_ANNOTATION}"] // "") as $w | $w != "" and '
     "$w != ((((.status.containerStatuses // [])[0].restartCount) // 0) | tostring)"
+)
+SIDECAR_KEY = (
+    f'(.metadata.annotations["{SIDECAR_RESTARTS_ANNOTATION}"] // "") as $w | $w != ""'
+    ' and (.spec.initContainers // [])[0].restartPolicy == "Always"'
+    " and $w != ((((.status.initContainerStatuses // [])[0].restartCount) // 0) | tostring)"
 )
 
 
@@ -127,6 +133,17 @@ def _restart_pending(pod: Pod) -> Stream:
     return [wanted != "" and wanted != str(count)]
 
 
+def _sidecar_restart_pending(pod: Pod) -> Stream:
+    wanted = _annotation(pod, SIDECAR_RESTARTS_ANNOTATION) or ""
+    inits = pod["spec"].get("initContainers") or []
+    sidecar = bool(inits) and inits[0].get("restartPolicy") == "Always"
+    statuses = pod["status"].get("initContainerStatuses") or []
+    count = statuses[0].get("restartCount") if statuses else None
+    if count is None:
+        count = 0
+    return [wanted != "" and sidecar and wanted != str(count)]
+
+
 def _owner_kinds(pod: Pod) -> Stream:
     refs = pod["metadata"].get("ownerReferences")
     return None if refs is None else [r.get("kind") for r in refs]
@@ -144,6 +161,7 @@ KEYS: dict[str, Callable[[Pod], Stream]] = {
     IMAGES_KEY: _not_running_spec_image,
     GATES_KEY: _gates_disagree,
     RESTART_KEY: _restart_pending,
+    SIDECAR_KEY: _sidecar_restart_pending,
 }
 
 
@@ -216,17 +234,21 @@ def make_pod(
     fault: str | None = None,
     images: str = "equal",
     restarts: str = "absent",
+    sidecar: str = "absent",
     containers_ready: bool | None = True,
     gates: str = "none",
     ready: bool | None = None,
     pull: str = "none",
     restart_count: int = 2,
+    sidecar_count: int = 1,
     deleted: bool = False,
     owner: str | None = None,
 ) -> Pod:
     """A Pod in one of the states the stages key on.
 
     ``images="different"``: the side container's image was patched and not yet applied.
+    ``restarts`` / ``sidecar``: no restarts (sidecar-restarts) annotation, one equal to the first
+    container's (first init container's, a sidecar) restartCount, or one asking for one more.
     ``pull``: the main container's image was patched to an unpullable one, and its status shows
     nothing yet (``to-fail``), ErrImagePull (``failing``) or ImagePullBackOff (``backing-off``).
     ``gates``: no readiness gate, or one whose condition is ``true``, ``false`` or ``missing``.
@@ -240,12 +262,19 @@ def make_pod(
         annotations[RESTARTS_ANNOTATION] = str(restart_count)
     elif restarts == "different":
         annotations[RESTARTS_ANNOTATION] = str(restart_count + 1)
+    if sidecar == "equal":
+        annotations[SIDECAR_RESTARTS_ANNOTATION] = str(sidecar_count)
+    elif sidecar == "different":
+        annotations[SIDECAR_RESTARTS_ANNOTATION] = str(sidecar_count + 1)
     metadata: dict[str, Any] = {"name": "p", "namespace": "ns", "annotations": annotations or None}
     if deleted:
         metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     if owner is not None:
         metadata["ownerReferences"] = [{"kind": owner, "name": "o"}]
-    spec: dict[str, Any] = {"containers": [{"name": "main", "image": OLD_IMAGE}, {"name": "side", "image": "side:v1"}]}
+    spec: dict[str, Any] = {
+        "initContainers": [{"name": "proxy", "image": "proxy:v1", "restartPolicy": "Always"}],
+        "containers": [{"name": "main", "image": OLD_IMAGE}, {"name": "side", "image": "side:v1"}],
+    }
     main = _running("main", OLD_IMAGE, restart_count, bool(containers_ready))
     if pull != "none":
         spec["containers"][0]["image"] = unpullable(NEW_IMAGE)
@@ -253,7 +282,8 @@ def make_pod(
         reason = "ErrImagePull" if pull == "failing" else "ImagePullBackOff"
         main = {**main, "ready": False, "state": {"waiting": {"reason": reason}}}
     side = _running("side", "side:v0" if images == "different" else "side:v1", 0, bool(containers_ready))
-    status: dict[str, Any] = {"phase": phase, "containerStatuses": [main, side]}
+    proxy = {**_running("proxy", "proxy:v1", sidecar_count, bool(containers_ready)), "started": True}
+    status: dict[str, Any] = {"phase": phase, "containerStatuses": [main, side], "initContainerStatuses": [proxy]}
     conditions = [{"type": "Initialized", "status": "True"}]
     if gates != "none":
         spec["readinessGates"] = [{"conditionType": GATE}]
@@ -269,10 +299,17 @@ def make_pod(
 
 
 def expected_stage(
-    fault: str | None, images: str, restarts: str, containers_ready: bool, pull: str, gates: str, stale: bool
+    fault: str | None,
+    images: str,
+    restarts: str,
+    sidecar: str,
+    containers_ready: bool,
+    pull: str,
+    gates: str,
+    stale: bool,
 ) -> str | None:
     """The documented priority: fail > pull fails > pull back-off > image change > restart >
-    not-ready > ready again > readiness gates."""
+    sidecar restart > not-ready > ready again > readiness gates."""
     if fault == "fail":
         return "kthena-pod-fail"
     if pull != "none":
@@ -281,6 +318,8 @@ def expected_stage(
         return "kthena-pod-image-change"
     if restarts == "different":
         return "kthena-pod-restart"
+    if sidecar == "different":
+        return "kthena-pod-restart-sidecar"
     if fault == "not-ready":
         return "kthena-pod-not-ready" if containers_ready else None
     if not containers_ready:
@@ -291,13 +330,21 @@ def expected_stage(
 
 
 def _state_pod(
-    fault: str | None, images: str, restarts: str, containers_ready: bool, pull: str, gates: str, stale: bool
+    fault: str | None,
+    images: str,
+    restarts: str,
+    sidecar: str,
+    containers_ready: bool,
+    pull: str,
+    gates: str,
+    stale: bool,
 ) -> Pod:
     consistent = containers_ready and gates in ("none", "true")
     return make_pod(
         fault=fault,
         images=images,
         restarts=restarts,
+        sidecar=sidecar,
         containers_ready=containers_ready,
         pull=pull,
         gates=gates,
@@ -305,11 +352,12 @@ def _state_pod(
     )
 
 
-# (fault, images, restarts, containers_ready, pull, gates, stale): every combination (1152).
+# (fault, images, restarts, sidecar, containers_ready, pull, gates, stale): every combination (3456).
 STATES: list[tuple[Any, ...]] = list(
     itertools.product(
         [None, "not-ready", "fail"],
         ["equal", "different"],
+        ["absent", "equal", "different"],
         ["absent", "equal", "different"],
         [True, False],
         ["none", "to-fail", "failing", "backing-off"],
@@ -317,7 +365,7 @@ STATES: list[tuple[Any, ...]] = list(
         [False, True],
     )
 )
-STATE_FIELDS = ("fault", "images", "restarts", "containersReady", "pull", "gates", "stale")
+STATE_FIELDS = ("fault", "images", "restarts", "sidecar", "containersReady", "pull", "gates", "stale")
 
 
 # -- tests -----------------------------------------------------------------------------------------
@@ -343,6 +391,7 @@ def test_the_file_has_the_kthena_stages_in_priority_order() -> None:
         "kthena-pod-pull-back-off",
         "kthena-pod-image-change",
         "kthena-pod-restart",
+        "kthena-pod-restart-sidecar",
         "kthena-pod-not-ready",
         "kthena-pod-ready-again",
         "kthena-pod-readiness-gates",
@@ -358,7 +407,7 @@ def test_the_stages_spell_the_unpullable_registry_of_the_fault_contract() -> Non
 def test_exactly_the_kthena_stage_the_priority_names_matches() -> None:
     """In every state: at most one stage (kwok would pick at random), the one of the priority, and
     no other Pod stage competes for a Running Pod. One table-driven test (a test per state costs
-    more in pytest's overhead than the 1152 evaluations); every wrong state is listed."""
+    more in pytest's overhead than the 3456 evaluations); every wrong state is listed."""
     wrong = []
     for state in STATES:
         pod = _state_pod(*state)
@@ -457,6 +506,54 @@ def test_restart_annotation_compared_with_first_container(count: int, annotation
 
 
 @pytest.mark.parametrize(
+    ("init_containers", "expected"),
+    [
+        pytest.param([{"name": "proxy", "restartPolicy": "Always"}], {"kthena-pod-restart-sidecar"}, id="sidecar"),
+        pytest.param([{"name": "setup"}], set(), id="regular-init-container"),
+        pytest.param([{"name": "setup", "restartPolicy": "OnFailure"}], set(), id="other-restart-policy"),
+        pytest.param([{"name": "setup"}, {"name": "proxy", "restartPolicy": "Always"}], set(), id="sidecar-not-first"),
+        pytest.param([], set(), id="no-init-containers"),
+    ],
+)
+def test_only_a_sidecar_first_init_container_is_restarted(
+    init_containers: list[dict[str, Any]], expected: set[str]
+) -> None:
+    """A running Pod's kubelet restarts only sidecars; the annotation does nothing to any other Pod."""
+    pod = make_pod(sidecar="different")
+    pod["spec"]["initContainers"] = [{"image": "i:v1", **c} for c in init_containers]
+    pod["status"]["initContainerStatuses"] = [
+        {"name": c["name"], "restartCount": 1, "ready": True, "state": {"running": {}}} for c in init_containers
+    ]
+    assert matching(pod, POD_STAGES) == expected
+
+
+@pytest.mark.parametrize(
+    ("count", "annotation", "expected"),
+    [
+        pytest.param(1, "1", set(), id="equal"),
+        pytest.param(1, "2", {"kthena-pod-restart-sidecar"}, id="one-more"),
+        pytest.param(9, "10", {"kthena-pod-restart-sidecar"}, id="string-not-numeric-compare"),
+        pytest.param(0, "", set(), id="empty-annotation-is-no-restart"),
+    ],
+)
+def test_sidecar_restart_annotation_compared_with_first_init_container(
+    count: int, annotation: str, expected: set[str]
+) -> None:
+    pod = make_pod(sidecar_count=count)
+    pod["metadata"]["annotations"] = {SIDECAR_RESTARTS_ANNOTATION: annotation}
+    assert matching(pod, KTHENA_STAGES) == expected
+
+
+def test_a_sidecar_restart_leaves_the_regular_containers_restart_count_alone() -> None:
+    """The two annotations are read against their own lists: a pending sidecar restart is not
+    taken for a pending container restart, nor the other way round."""
+    pod = make_pod(restarts="equal", sidecar="different", restart_count=4, sidecar_count=0)
+    assert matching(pod, KTHENA_STAGES) == {"kthena-pod-restart-sidecar"}
+    pod = make_pod(restarts="different", sidecar="equal", restart_count=0, sidecar_count=4)
+    assert matching(pod, KTHENA_STAGES) == {"kthena-pod-restart"}
+
+
+@pytest.mark.parametrize(
     ("gates", "ready", "expected"),
     [
         pytest.param("missing", False, set(), id="gate-never-set-stays-not-ready"),
@@ -495,6 +592,13 @@ def _apply_merge_patch(pod: Pod, patch: dict[str, Any]) -> Pod:
         pytest.param(make_pod(gates="missing"), Fault.NOT_READY, "kthena-pod-not-ready", id="not-ready-gated"),
         pytest.param(make_pod(), Fault.FAIL, "kthena-pod-fail", id="fail"),
         pytest.param(make_pod(restart_count=3), Fault.RESTART, "kthena-pod-restart", id="restart"),
+        pytest.param(make_pod(sidecar_count=3), Fault.RESTART_SIDECAR, "kthena-pod-restart-sidecar", id="sidecar"),
+        pytest.param(
+            make_pod(fault="not-ready", containers_ready=False),
+            Fault.RESTART_SIDECAR,
+            "kthena-pod-restart-sidecar",
+            id="sidecar-while-not-ready",
+        ),
         pytest.param(
             make_pod(fault="not-ready", containers_ready=False), Fault.CLEAR, "kthena-pod-ready-again", id="clear"
         ),
@@ -502,7 +606,8 @@ def _apply_merge_patch(pod: Pod, patch: dict[str, Any]) -> Pod:
 )
 def test_fault_patches_select_their_stage(start: Pod, fault: Fault, expected: str) -> None:
     assert matching(start, KTHENA_STAGES) == set()  # nothing to do before the fault
-    restarts = start["status"]["containerStatuses"][0]["restartCount"]
+    statuses = "initContainerStatuses" if fault is Fault.RESTART_SIDECAR else "containerStatuses"
+    restarts = start["status"][statuses][0]["restartCount"]
     patched = _apply_merge_patch(start, fault_patch(fault, restarts))
     assert matching(patched, KTHENA_STAGES) == {expected}
 

@@ -39,7 +39,8 @@ SIMULATED = (
     "pod networking: Pod IPs are assigned by kwok and not routable; no kube-proxy, Service VIPs do not forward",
     NO_DNS,
     "scheduler 'volcano': a kube-scheduler profile, emulated without gang semantics",
-    "readiness, failures, restarts and in-place image changes: kwok Stages (deterministic, on demand)",
+    "readiness, failures, restarts (of a container or a sidecar) and in-place image changes: kwok Stages "
+    "(deterministic, on demand)",
     "readiness gates: never set by the simulated kubelet; a Pod is Ready only once every gate's condition is True",
     f"image pulls: none; an image in {PULL_FAILS_REGISTRY}/ fails its pull (ErrImagePull, then ImagePullBackOff; "
     "never Running, never Ready), also when patched into a running Pod",

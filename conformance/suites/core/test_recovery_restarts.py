@@ -10,8 +10,8 @@ default pod or deployment": the kubelet restarts the container and no Pod is rec
 error occurs".
 
 A restart is simulated as a crashing engine looks: the container's restartCount goes up and the
-Pod stays not Ready (:mod:`conformance.cluster.faults`). Only a regular container can be
-restarted on demand: init-container restarts need a real kubelet and are not tested here. A failed
+Pod stays not Ready (:mod:`conformance.cluster.faults`). Only a regular container is restarted
+here; a restarted init container (a sidecar) is :mod:`.test_recovery_init_restarts`'s. A failed
 Pod under ServingGroupRecreate (phase Failed, :attr:`Fault.FAIL`) is tested here too. As in
 :mod:`.test_recovery`, the tests never ask which ServingGroup a Pod is in: they count which Pods
 (by Role and entry/worker) were replaced, and require the count to hold for the steady-state window.

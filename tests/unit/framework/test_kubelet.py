@@ -7,9 +7,17 @@ from typing import Any
 
 import pytest
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
-from conformance.cluster.faults import unpullable
-from conformance.framework.kubelet import expect_gates_honoured, gate_problem, pull_state
+from conformance.cluster.faults import Fault, unpullable
+from conformance.framework.kubelet import (
+    expect_gates_honoured,
+    expect_sidecar_restarted,
+    gate_problem,
+    pull_state,
+    require_faults,
+    sidecar_restarts,
+)
 from conformance.framework.outcomes import Inconclusive
 
 GATE = "example.com/gate"
@@ -82,3 +90,72 @@ def test_a_cluster_that_ignores_gates_makes_the_test_inconclusive() -> None:
 )
 def test_pull_state(subject: client.V1Pod, state: str) -> None:
     assert pull_state(subject) == state
+
+
+# -- restarting a sidecar (an init container) ------------------------------------------------------
+
+
+class FakeInjector:
+    def __init__(self, supported: frozenset[Fault]) -> None:
+        self.supported = supported
+
+    def supported_faults(self) -> frozenset[Fault]:
+        return self.supported
+
+
+def test_a_cluster_that_cannot_restart_a_sidecar_makes_the_test_inconclusive() -> None:
+    require_faults(FakeInjector(frozenset(Fault)), Fault.NOT_READY, Fault.RESTART_SIDECAR)
+    with pytest.raises(Inconclusive, match=r"cannot inject restart-sidecar \(it supports: restart\)"):
+        require_faults(FakeInjector(frozenset({Fault.RESTART})), Fault.RESTART, Fault.RESTART_SIDECAR)
+    with pytest.raises(Inconclusive, match=r"cannot inject not-ready, restart-sidecar \(it supports: no fault"):
+        require_faults(FakeInjector(frozenset()), Fault.NOT_READY, Fault.RESTART_SIDECAR)
+
+
+def with_sidecar(restarts: int | None) -> client.V1Pod:
+    """:func:`pod` with a sidecar; ``restarts`` None: the kubelet has not reported it yet."""
+    subject = pod()
+    subject.spec.init_containers = [client.V1Container(name="proxy", image=GOOD, restart_policy="Always")]
+    if restarts is not None:
+        subject.status.init_container_statuses = [
+            client.V1ContainerStatus(name="proxy", image=GOOD, image_id="", ready=True, restart_count=restarts)
+        ]
+    return subject
+
+
+@pytest.mark.parametrize(("restarts", "seen"), [(None, 0), (0, 0), (3, 3)])
+def test_sidecar_restarts(restarts: int | None, seen: int) -> None:
+    assert sidecar_restarts(with_sidecar(restarts)) == seen
+
+
+class FakeCore:
+    """``kube.core`` that serves ``pods`` one read at a time (the last one again), None meaning 404."""
+
+    def __init__(self, *pods: client.V1Pod | None) -> None:
+        self.pods = list(pods)
+
+    def read_namespaced_pod(self, name: str, namespace: str) -> client.V1Pod:
+        current = self.pods.pop(0) if len(self.pods) > 1 else self.pods[0]
+        if current is None:
+            raise ApiException(status=404, reason="Not Found")
+        return current
+
+
+class FakeKube:
+    def __init__(self, *pods: client.V1Pod | None) -> None:
+        self.core = FakeCore(*pods)
+
+
+@pytest.mark.parametrize(
+    "pods",
+    [
+        pytest.param((with_sidecar(1), with_sidecar(1), with_sidecar(2)), id="restart-reported"),
+        pytest.param((with_sidecar(1), None), id="pod-removed-after-the-restart"),
+    ],
+)
+def test_a_sidecar_restart_the_cluster_shows_is_accepted(pods: tuple[client.V1Pod | None, ...]) -> None:
+    expect_sidecar_restarted(FakeKube(*pods), "ns", "p", 1, timeout=5)
+
+
+def test_a_sidecar_restart_the_cluster_never_shows_makes_the_test_inconclusive() -> None:
+    with pytest.raises(Inconclusive, match=r"never restarted the sidecar \(first init container\) of p"):
+        expect_sidecar_restarted(FakeKube(with_sidecar(1)), "ns", "p", 1, timeout=0.5)

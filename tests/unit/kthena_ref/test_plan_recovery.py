@@ -99,6 +99,20 @@ def test_restarted_not_ready_pod_is_an_error(policy: str | None, want: list[str]
 
 
 @pytest.mark.parametrize(
+    ("policy", "want"),
+    # "Any containers/init-containers in a pod is restarted": an init container (a sidecar) counts as a container.
+    [*POLICIES[:-1], pytest.param("None", [], id="None")],
+)
+def test_restarted_init_container_is_an_error_as_a_container(policy: str | None, want: list[str]) -> None:
+    w = _world(policy)
+    pod = running_not_ready(w.pods[VICTIM], since=T0)
+    pod["status"]["initContainerStatuses"] = [{"name": "proxy", "restartCount": 2, "ready": False}]
+    w.pods[VICTIM] = pod
+    w.now = T0 + SECOND
+    assert rebuild_deletions(w) == want
+
+
+@pytest.mark.parametrize(
     "state",
     [
         pytest.param(lambda pod: restarted(pod, 5, ready_now=True), id="restarted-but-ready"),
