@@ -5,7 +5,11 @@ auxiliary Services through OnRoleSync. Each reconcile asks every in-scope plugin
 of every kept instance, creates the missing ones (again after an accidental deletion) and deletes
 the ones no instance wants any more, by UID. Their presence never decides whether a Role or
 ServingGroup exists: groups are derived from Pods only. Services follow deletion identity too
-(:mod:`.deletions`): one recreated under a name being deleted is reported and kept.
+(:mod:`.deletions`): one recreated under a name being deleted is reported and kept. A deleted
+Service stays remembered, with the UID its deletion was for, while a Pod deletion of the
+ModelServing is pending, so one recreated after the original was gone is a replacement as well.
+Cleanup deletes only Services this ModelServing owns (controller ownerReference, checked on every
+deletion), never one a user released from its ownership.
 """
 
 from __future__ import annotations
@@ -77,6 +81,8 @@ def services(
             obj["metadata"]["annotations"] = mark
         stale = [n for n in sorted(desired.keys() & have.keys()) if have[n]["metadata"].get("annotations") != mark]
         out.delete_services += [(n, have[n]["metadata"].get("uid", "")) for n in stale]
+    if faults.active("entry-only-service-replaced"):  # an instance without its Discovery Service is rebuilt whole
+        out.delete_services += _entry_only(desired, have)
     for name in sorted(desired.keys() - have.keys()):
         if name in settled:  # services-not-recreated: its instance has Pods, so it existed and was deleted
             continue
@@ -88,6 +94,9 @@ def services(
         ours = any(
             ref.get("uid") == ms.metadata.uid and ref.get("controller") for ref in meta.get("ownerReferences") or []
         )
+        going = f"{labels.get(LABEL_GROUP)}-{labels.get(LABEL_ROLE_ID)}-"
+        if faults.active("instance-cleanup-unowned") and any(d.name.startswith(going) for d in out.delete_pods):
+            ours = True  # the Services of an instance whose Pods this plan deletes go with them, owned or not
         if not (ours or faults.active("service-ownership-unchecked")) or LABEL_SERVICE_KIND not in labels:
             continue
         removed_group = labels.get(LABEL_GROUP) not in {group_name(ms.metadata.name, o) for o in kept}
@@ -113,3 +122,22 @@ def services(
             continue  # asked once already: a failed request is not repeated
         if not meta.get("deletionTimestamp"):
             out.delete_services.append((name, uid))  # with its UID: never a replacement
+    if out.pending and not faults.active("service-replacement-unprotected"):
+        # Gone, but a deletion of the ModelServing is still pending: a Service recreated under
+        # this name meanwhile is a replacement (Deletion retries retain the original UIDs).
+        for name, intended in pending.items():
+            if name not in have and name not in desired:
+                out.pending_services.setdefault(name, intended)
+
+
+def _entry_only(desired: dict[str, dict[str, Any]], have: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
+    """Fault entry-only-service-replaced: the existing Entry Services of instances whose Discovery
+    Service is missing, to be deleted (and so created again with a new UID)."""
+
+    def key(obj: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
+        labels = obj["metadata"].get("labels") or {}
+        return labels.get(LABEL_GROUP), labels.get(LABEL_ROLE_ID), labels.get(LABEL_SERVICE_KIND)
+
+    lacking = {key(d)[:2] for n, d in desired.items() if n not in have and key(d)[2] == "discovery"}
+    return [(n, have[n]["metadata"].get("uid", "")) for n, d in desired.items()
+            if n in have and key(d)[2] == "entry" and key(d)[:2] in lacking]  # fmt: skip

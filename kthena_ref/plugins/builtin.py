@@ -114,6 +114,8 @@ class HeadlessService(NoOpHooks):
         address = f"{entry_service_name(req)}.{req.ms.metadata.namespace}"
         if faults.active("wrong-entry-address"):
             address = f"{discovery_service_name(req)}.{req.ms.metadata.namespace}"
+        if faults.active("entry-pod-own-address") and req.target is PluginTarget.ENTRY:  # its member address
+            address = f"{spec['hostname']}.{discovery_service_name(req)}.{req.ms.metadata.namespace}"
         for container in _containers(req.pod):
             kept = [e for e in container.get("env") or [] if e.get("name") != "ENTRY_ADDRESS"]
             container["env"] = [*kept, {"name": "ENTRY_ADDRESS", "value": address}]

@@ -285,7 +285,7 @@ CASES: list[Row] = [
     ("chain-append-allowed", probe_chain_append, ["spec.plugins"], [], (IMMUTABLE,)),
     ("chain-unlocked-after-rollout", probe_chain_after_rollout, ["spec.plugins"], [], (IMMUTABLE,)),
     ("scope-roles-change-allowed", probe_scope_roles_change, ["spec.plugins"], [], (IMMUTABLE,)),
-    ("chain-unlocked-at-zero", probe_chain_at_zero, ["spec.plugins"], [], (IMMUTABLE,)),
+    ("chain-unlocked-at-zero", probe_chain_at_zero, ["spec.plugins"], [], (IMMUTABLE, "headless-addable")),
     # HeadlessServiceDNS
     ("headless-scope-refused", probe_headless_scope_all, [], ["spec.plugins[0].scope"], ()),
     (
