@@ -350,6 +350,103 @@ FAULTS: dict[str, str] = {
         "the eviction budget refuses with HTTP 403 Forbidden instead of 429 TooManyRequests (the PodDisruptionBudget "
         "convention kubectl drain retries)"
     ),
+    # InPlaceUpdate (issue 13, helper pd): progressDeadlineSeconds per Role instance, per RecoveryPolicy,
+    # only for in-place updates, and its default
+    "role-progress-deadline-ignored": (
+        "under RoleRollingUpdate a Role instance updated in place never passes its progressDeadlineSeconds"
+    ),
+    "deadline-servinggroup-recreate-narrowed": (
+        "past progressDeadlineSeconds, recoveryPolicy ServingGroupRecreate rebuilds only the Role instance of the "
+        "unready Pod instead of its whole ServingGroup"
+    ),
+    "deadline-role-recreate-pod-only": (
+        "past progressDeadlineSeconds, recoveryPolicy RoleRecreate replaces only the unready Pod instead of its whole "
+        "Role instance"
+    ),
+    "deadline-none-recreates-role": (
+        "past progressDeadlineSeconds, recoveryPolicy None rebuilds the unready Pod's Role instance as RoleRecreate "
+        "does"
+    ),
+    "progress-deadline-applies-to-recreate": (
+        "progressDeadlineSeconds also applies to updateMethod Recreate: a new Pod not ready that long after it was "
+        "created is reported ProgressDeadlineExceeded and rebuilt"
+    ),
+    "progress-deadline-default-minimum": (
+        "an omitted progressDeadlineSeconds means 60 seconds (the minimum) instead of the 1800 seconds default"
+    ),
+    # Rollout (issue 13 second wave, helper roll): Role settings and roleCoordination's scope, both-zero percentages
+    "role-partition-honoured-under-servinggroup": (
+        "under ServingGroupRollingUpdate without a rollingUpdateConfiguration partition, the first Role's partition "
+        "protects that many ServingGroups from the update"
+    ),
+    "coordination-only-first-group": (
+        "roleCoordination holds back Role starts in ServingGroup 0 only; the other ServingGroups roll their Roles "
+        "uncoordinated"
+    ),
+    "zero-percentages-deadlock": (
+        "maxUnavailable and maxSurge percentages that both resolve to 0 are accepted and used as 0 and 0, so the "
+        "rollout never takes a unit down nor adds one (it never progresses)"
+    ),
+    "coordination-applied-under-servinggroup-rolling": (
+        "roleCoordination with ServingGroupRollingUpdate is accepted and switches the rollout to RoleRollingUpdate "
+        "(each Role rolls with its own settings, coordinated) instead of being refused"
+    ),
+    # helper gang (issue 13, second wave): gangPolicy and networkTopology changes under InPlace; rolePolicy in the
+    # PodGroup; different minRoleReplicas per Role
+    "eligibility-ignores-gang-policy": (
+        "updateMethod InPlace patches images when gangPolicy changed together with them (the change is not reported)"
+    ),
+    "eligibility-ignores-network-topology": (
+        "updateMethod InPlace patches images when networkTopology changed together with them (the change is not "
+        "reported)"
+    ),
+    "role-policy-not-in-podgroup": (
+        "networkTopology.rolePolicy is not carried into the PodGroup: no subGroupPolicy gives a Role instance its "
+        "network topology"
+    ),
+    "min-role-replicas-first-value": (
+        "every Role named in gangPolicy.minRoleReplicas gets the first named Role's minimum instead of its own"
+    ),
+    # helper dns (issue 13, second wave): Service cleanup ownership and replacement UIDs, migration, ENTRY_ADDRESS
+    "instance-cleanup-unowned": (
+        "the Services of a Role instance whose Pods a reconcile deletes are deleted with them without checking "
+        "ownership (a Service a user released from the ModelServing goes too); leftovers are still checked"
+    ),
+    "service-replacement-unprotected": (
+        "a plugin Service is forgotten once gone, so one recreated (new UID) under its name while the Role "
+        "deletion is pending is deleted as if it were the original"
+    ),
+    "headless-addable": (
+        "admission accepts adding headless-service to a ModelServing created without plugins (as if it only restored "
+        "what controllers did before the opt-in model)"
+    ),
+    "entry-only-service-replaced": (
+        "an instance that has its Entry Service but no Discovery Service is rebuilt whole: the existing entry-only "
+        "Service is deleted and created again (a new UID) along with the Discovery Service"
+    ),
+    "entry-pod-own-address": (
+        "the entry Pod's ENTRY_ADDRESS is its own member address <pod>.<discovery-service>.<namespace> instead of "
+        "<entry-service>.<namespace> (workers keep the right value)"
+    ),
+    # helper init (issue 13, second wave): a restarted init container (a sidecar) under each recreate policy
+    "servinggroup-recreate-ignores-init-restarts": (
+        "under ServingGroupRecreate a Pod whose only restarts are its init containers' (a sidecar restarted) is not "
+        "taken for an error Pod: nothing is recreated"
+    ),
+    "role-recreate-ignores-init-restarts": (
+        "under RoleRecreate a Pod whose only restarts are its init containers' (a sidecar restarted) is not taken for "
+        "an error Pod: nothing is recreated"
+    ),
+    # helper pods (issue 13, second wave): the CRD's embedded PodSpec (it reaches the CRD through
+    # `kthena-ref manifests --fault`); a plugin config error accepted at admission
+    "pod-spec-schema-outdated": (
+        "the CRD embeds an older PodSpec without the Pod-level resources and the containers' restartPolicyRules, so "
+        "kube-apiserver prunes them from stored templates and the Pods lack them"
+    ),
+    "plugin-config-error-logged-only": (
+        "a plugin config the plugin cannot decode is accepted at admission; the controller's reconcile then fails "
+        "with a log line only (no Event, no condition, no Pods)"
+    ),
 }
 
 

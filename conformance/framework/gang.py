@@ -261,3 +261,66 @@ def per_role_problems(
         assert isinstance(subgroups, list)
         problems += subgroup_problems(subgroups, pods, expected)
     return problems
+
+
+def _cut_keys(policy: Mapping[str, Any]) -> list[str]:
+    """The label keys a subGroupPolicy entry cuts its Pods by: ``matchLabelKeys``, or the
+    ``labelKey`` of each ``matchPolicy`` item (an earlier Volcano spelling of the same thing)."""
+    keys = policy.get("matchLabelKeys")
+    if keys:
+        return [str(k) for k in keys]
+    return [str(m.get("labelKey")) for m in policy.get("matchPolicy") or [] if isinstance(m, Mapping)]
+
+
+def role_topology_problems(
+    policies: Sequence[Any], pods: Sequence[GangPod], instance_key: str, want: Mapping[str, Any]
+) -> list[str]:
+    """What keeps one PodGroup's ``subGroupPolicy`` from giving every Role instance of the
+    ServingGroup the network topology ``want`` (``networkTopology.rolePolicy``); empty: nothing.
+
+    Every form is accepted in which each Role instance (its Pods: the same Role and the same
+    ``instance_key`` label) is exactly one subgroup of an entry that carries ``want`` as its
+    ``networkTopology``: one entry per Role cut by the instance label (upstream Kthena's form), one
+    entry for all Pods cut by Role and instance, ``matchLabelKeys`` or ``matchPolicy``. Every entry
+    with a ``networkTopology`` that selects an instance's Pods must cut them so and carry ``want``;
+    entries without one (gang requirements only) are not looked at."""
+    problems: list[str] = []
+    instances: dict[tuple[str, str], set[str]] = {}
+    for pod in pods:
+        value = pod.labels.get(instance_key)
+        if value is None:
+            problems.append(f"Pod {pod.name} lacks the Role-instance label {instance_key}")
+            continue
+        instances.setdefault((pod.role, value), set()).add(pod.name)
+    covered: dict[tuple[str, str], int] = {key: 0 for key in instances}
+    for i, policy in enumerate(policies):
+        if not isinstance(policy, Mapping) or not isinstance(policy.get("networkTopology"), Mapping):
+            continue
+        where = f"subGroupPolicy[{i}] ({policy.get('name', '')})"
+        topology = policy["networkTopology"]
+        keys = _cut_keys(policy)
+        selected = [p for p in pods if selects(policy.get("labelSelector"), p.labels)]
+        subgroups: dict[tuple[str, ...], set[str]] = {}
+        for pod in selected:
+            subgroups.setdefault(tuple(pod.labels.get(k, "") for k in keys), set()).add(pod.name)
+        names = {p.name for p in selected}
+        for key, members in sorted(instances.items()):
+            if not members & names:
+                continue
+            covered[key] += 1
+            what = f"Role {key[0]} instance {key[1]}"
+            holding = [sorted(group) for group in subgroups.values() if group & members]
+            if holding != [sorted(members)]:
+                problems.append(
+                    f"{where}: matchLabelKeys {keys} cut {what} ({sorted(members)}) into the subgroups {holding}, "
+                    "not one subgroup of exactly its Pods"
+                )
+            if {k: topology.get(k) for k in want} != dict(want):
+                problems.append(f"{where}: the networkTopology of {what} is {dict(topology)}, expected {dict(want)}")
+    for key, count in sorted(covered.items()):
+        if not count:
+            problems.append(
+                f"no subGroupPolicy entry with a networkTopology selects Role {key[0]} instance {key[1]} "
+                f"({sorted(instances[key])}): the rolePolicy {dict(want)} does not reach it"
+            )
+    return problems

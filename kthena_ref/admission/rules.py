@@ -19,7 +19,7 @@ from ..api.types import ModelServing, RolloutStrategyType
 from ..planner import intstr
 from ..planner.names import generated_name_problem
 from ..plugins.base import PluginConfigError, normalized_chain
-from ..plugins.builtin import REGISTRY
+from ..plugins.builtin import HEADLESS, REGISTRY
 
 
 @dataclass(frozen=True)
@@ -88,10 +88,8 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Fie
                     errors.append(
                         FieldError(f"{at}.{kind}.spec.containers[{j}].image", f"{image!r} is not a valid image")
                     )
-        if role.partition is not None and not role_rolling:
-            errors.append(
-                FieldError(f"{at}.partition", "takes effect only with rolloutStrategy.type RoleRollingUpdate")
-            )
+        # A Role's partition under ServingGroupRollingUpdate is accepted and ignored, like its maxUnavailable
+        # and maxSurge ("rolling update settings on individual Roles do not take effect"; upstream refuses it).
         if role_rolling:
             field = f"{at}"
             try:
@@ -131,7 +129,10 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Fie
         try:
             REGISTRY.build(plugin, f"spec.plugins[{k}]")
         except PluginConfigError as exc:
-            if not (faults.active("plugin-config-error-skips-plugin") and ".config" in exc.field):
+            config_accepted = faults.active("plugin-config-error-skips-plugin") or faults.active(
+                "plugin-config-error-logged-only"
+            )  # the second: the controller's build of the chain then fails, seen in its log only
+            if not (config_accepted and ".config" in exc.field):
                 errors.append(FieldError(exc.field, exc.reason))
     if old is not None:
         try:
@@ -151,6 +152,8 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Fie
             before = None  # the last spec change (a rollout, say) was carried out
         if faults.active("chain-unlocked-at-zero") and before and before.spec.replicas == 0 and not old_plugins:
             before = None
+        if faults.active("headless-addable") and not old_plugins and [p.name for p in spec.plugins or []] == [HEADLESS]:
+            before = None  # as if adding headless-service only restored what controllers did before the opt-in model
         if before is not None and normalized_chain(before.spec.plugins) != normalized_chain(spec.plugins):
             errors.append(
                 FieldError(
@@ -187,7 +190,7 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Fie
         coordination = strategy.role_coordination
         if coordination is not None:
             at = "spec.rolloutStrategy.roleCoordination"
-            if not role_rolling:
+            if not role_rolling and not faults.active("coordination-applied-under-servinggroup-rolling"):
                 errors.append(FieldError(at, "applies only when rolloutStrategy.type is RoleRollingUpdate"))
             for n, role_name in enumerate(coordination.roles or []):
                 if role_name not in names:

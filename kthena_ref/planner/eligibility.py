@@ -34,7 +34,8 @@ worker, then removed Roles and the Role order), each with the field path and one
   ``schedulerName``, the plugin chain (compared as :func:`..plugins.base.normalized_chain`
   compares it), ``gangPolicy`` and ``networkTopology``, and every plugin of the new ModelServing
   that does not declare ``supports_in_place`` (headless-service, spec reading 29) even when only
-  images change.
+  images change. ``gangPolicy`` and ``networkTopology`` are not part of a revision: the controller
+  compares them with what the unit's ControllerRevision recorded (:func:`check_group_settings`).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from .. import faults
 from ..api.types import ModelServing, Role
 from ..plugins.base import PluginConfigError, Registry, normalized_chain
 from ..plugins.builtin import REGISTRY
-from .pods import role_template
+from .pods import group_settings, role_template
 
 ONLY_IMAGES = "only regular-container images can change in place"
 _RESTART_REASON = "the in-place update relies on kubelet restarting the patched container"
@@ -450,13 +451,23 @@ def _serving_group_changes(old: ModelServing, new: ModelServing) -> list[Finding
         findings += _changes(old.spec.scheduler_name, new.spec.scheduler_name, "spec.schedulerName", "schedulerName")
     findings += _plugin_changes(old, new)
     findings += plugin_blockers(new)
-    for name, a, b in (
-        ("gangPolicy", old.spec.template.gang_policy, new.spec.template.gang_policy),
-        ("networkTopology", old.spec.template.network_topology, new.spec.template.network_topology),
-    ):
-        before = a.model_dump(by_alias=True, exclude_none=True, mode="json") if a is not None else None
-        after = b.model_dump(by_alias=True, exclude_none=True, mode="json") if b is not None else None
-        findings += _changes(before, after, f"spec.template.{name}", name)
+    findings += check_group_settings(group_settings(old), new)
+    return findings
+
+
+def check_group_settings(old: dict[str, Any], new: ModelServing) -> list[Finding]:
+    """The changes of ``gangPolicy`` and ``networkTopology`` from ``old`` (as
+    :func:`.pods.group_settings` records them) to ``new``: they are not part of a revision, but an
+    image patch cannot apply them (PR 1882), so the controller compares what a unit's revision
+    was recorded with (:mod:`.fallback`)."""
+    after = group_settings(new)
+    findings: list[Finding] = []
+    for name in ("gangPolicy", "networkTopology"):
+        if name == "gangPolicy" and faults.active("eligibility-ignores-gang-policy"):
+            continue  # a gangPolicy change is patched in place
+        if name == "networkTopology" and faults.active("eligibility-ignores-network-topology"):
+            continue  # a networkTopology change is patched in place
+        findings += _changes(old.get(name), after.get(name), f"spec.template.{name}", name)
     return findings
 
 

@@ -4,14 +4,16 @@ Why this module exists: under ``updateMethod: InPlace`` both rollouts (ServingGr
 instances) ask, for every outdated unit, whether an image patch can bring it to the update
 revision (:mod:`.eligibility`), and when it cannot they recreate it and say why in an
 ``InPlaceUpdateFallback`` Event. :class:`InPlaceFindings` asks once per revision (and Role) per
-reconcile, and adds what only a unit's Pods can show (a ModelServing ``schedulerName`` change is
-not part of a revision, but an image patch cannot move a Pod to another scheduler);
+reconcile, and adds what is not part of a revision: what only a unit's Pods can show (a
+ModelServing ``schedulerName`` change: an image patch cannot move a Pod to another scheduler) and
+the ``gangPolicy`` and ``networkTopology`` the unit's ControllerRevision was made under;
 :func:`fallback_event` words the answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from .. import faults
 from ..api.types import ModelServing, Role, RolloutStrategyType, UpdateMethod
@@ -23,7 +25,9 @@ from .observe import ObservedPod
 class InPlaceFindings:
     """Why a unit at some revision cannot be updated in place (empty: it can), per revision."""
 
-    def __init__(self, ms: ModelServing, roles_at: dict[str, list[Role]]) -> None:
+    def __init__(
+        self, ms: ModelServing, roles_at: dict[str, list[Role]], settings_at: dict[str, dict[str, Any]] | None = None
+    ) -> None:
         strategy = ms.spec.rollout_strategy
         self.enabled = strategy is not None and strategy.update_method is UpdateMethod.IN_PLACE
         if faults.active("recreate-updates-in-place") and strategy is not None:
@@ -32,6 +36,7 @@ class InPlaceFindings:
             self.enabled = True  # with no rolloutStrategy, images are patched in place
         self._ms = ms
         self._roles_at = roles_at
+        self._settings_at = settings_at or {}  # the gangPolicy and networkTopology each revision was made under
         self._blockers = eligibility.plugin_blockers(ms) if self.enabled else []
         self._cache: dict[tuple[str, str | None], list[eligibility.Finding]] = {}
 
@@ -50,9 +55,16 @@ class InPlaceFindings:
             else:
                 if faults.active("role-eligibility-whole-group"):
                     role = None  # under RoleRollingUpdate, every Role's changes count against each Role
-                found = self._blockers + eligibility.check_roles(old, self._ms.spec.template.roles, role=role)
+                found = self._blockers + self._settings(revision)
+                found += eligibility.check_roles(old, self._ms.spec.template.roles, role=role)
             self._cache[key] = found
         return self._cache[key] + self._scheduler(pods)
+
+    def _settings(self, revision: str) -> list[eligibility.Finding]:
+        """Changes of gangPolicy and networkTopology since ``revision`` was made (none when it
+        recorded no settings)."""
+        recorded = self._settings_at.get(revision)
+        return [] if recorded is None else eligibility.check_group_settings(recorded, self._ms)
 
     def _scheduler(self, pods: Iterable[ObservedPod]) -> list[eligibility.Finding]:
         """A finding when Pods of the unit run under another scheduler than the ModelServing names."""

@@ -13,8 +13,8 @@ import datetime as dt
 from typing import Any
 
 from .. import faults
-from ..api.types import ModelServing, RolloutStrategyType
-from . import inplace, intstr, rollout
+from ..api.types import ModelServing
+from . import inplace, intstr, role_rollout, rollout
 from .deletions import Deleter
 from .fallback import InPlaceFindings, fallback_event
 from .layout import Layout
@@ -24,9 +24,8 @@ from .observe import Group
 
 
 def enabled(ms: ModelServing) -> bool:
-    """ServingGroupRollingUpdate is the strategy (it is the default)."""
-    strategy = ms.spec.rollout_strategy
-    return strategy is None or strategy.type is RolloutStrategyType.SERVING_GROUP_ROLLING_UPDATE
+    """ServingGroupRollingUpdate is the strategy (it is the default): whenever RoleRollingUpdate is not."""
+    return not role_rollout.enabled(ms)
 
 
 def pace(ms: ModelServing) -> rollout.Pace:
@@ -41,6 +40,8 @@ def pace(ms: ModelServing) -> rollout.Pace:
         unavailable = intstr.resolve(unavailable, spec.replicas, round_up=True, field=f"{at}.maxUnavailable")
     budget, surge = intstr.update_budget(unavailable, rolling.max_surge if rolling else None, spec.replicas, at)
     part = intstr.partition(rolling.partition if rolling else None, spec.replicas, f"{at}.partition")
+    if faults.active("role-partition-honoured-under-servinggroup") and not (rolling and rolling.partition):
+        part = intstr.partition(spec.template.roles[0].partition, spec.replicas, f"{at}.partition")
     if faults.active("surge-ignored"):
         surge = 0
     if faults.active("partition-ignored"):

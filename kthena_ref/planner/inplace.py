@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from .. import faults
 from ..api.types import ModelServing, Role
 from .names import LABEL_REVISION, LABEL_ROLE_TEMPLATE_HASH, PREFIX, PodId
 from .pods import role_template_hash
@@ -34,6 +35,8 @@ DEFAULT_PROGRESS_DEADLINE = 1800
 def progress_deadline(ms: ModelServing) -> dt.timedelta:
     strategy = ms.spec.rollout_strategy
     seconds = strategy.progress_deadline_seconds if strategy else None
+    if seconds is None and faults.active("progress-deadline-default-minimum"):
+        seconds = 60  # the fault: the minimum taken for the default
     return dt.timedelta(seconds=seconds if seconds is not None else DEFAULT_PROGRESS_DEADLINE)
 
 

@@ -61,5 +61,6 @@ def update_budget(unavailable: int | str | None, surge: int | str | None, total:
     if u == 0 and s == 0:
         if unavailable in (0, "0"):
             raise IntOrStringError(f"{field}.maxUnavailable: may be 0 only when maxSurge resolves above 0")
-        u = 1
+        if not faults.active("zero-percentages-deadlock"):
+            u = 1
     return u, s

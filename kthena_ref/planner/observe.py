@@ -32,7 +32,7 @@ class ObservedPod:
     phase: str
     ready: bool
     deleting: bool
-    restart_count: int
+    restart_count: int  # regular and init containers together
     not_ready_since: dt.datetime | None
     deletion_cost: int
     role_hash: str = ""  # the role-template-hash label: which template of its Role it was built from
@@ -40,6 +40,7 @@ class ObservedPod:
     images_current: bool = True  # container statuses report the spec's images (checked while in place)
     scheduler_name: str = ""  # spec.schedulerName: not part of a revision, so only the Pod tells it
     resource_version: str = ""
+    init_restart_count: int = 0  # the init containers' share of restart_count
 
     @property
     def running_ready(self) -> bool:
@@ -72,8 +73,8 @@ def observe_pod(pod: dict[str, Any], ms: str) -> ObservedPod | None:
     ready = ready_condition.get("status") == "True"
     if faults.active("ready-ignores-readiness-gates") and (pod.get("spec") or {}).get("readinessGates"):
         ready = all(bool(c.get("ready")) for c in status.get("containerStatuses") or [{}])
-    restarts = sum(int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or [])
-    restarts += sum(int(c.get("restartCount") or 0) for c in status.get("initContainerStatuses") or [])
+    init_restarts = sum(int(c.get("restartCount") or 0) for c in status.get("initContainerStatuses") or [])
+    restarts = init_restarts + sum(int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or [])
     try:
         cost = int((meta.get("annotations") or {}).get(ANNOTATION_DELETION_COST, "0"))
     except ValueError:
@@ -101,6 +102,7 @@ def observe_pod(pod: dict[str, Any], ms: str) -> ObservedPod | None:
         images_current=since is None or inplace.images_current(pod),
         scheduler_name=str((pod.get("spec") or {}).get("schedulerName") or ""),
         resource_version=meta.get("resourceVersion", ""),
+        init_restart_count=init_restarts,
     )
 
 

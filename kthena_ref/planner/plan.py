@@ -85,7 +85,7 @@ def plan(observed: Observed) -> Plan:
     policy = recovery_policy(ms)  # 4
     rebuilding = recover(out, observed, seen, layout, policy, delete)
 
-    findings = InPlaceFindings(ms, revs.roles_at)  # 5
+    findings = InPlaceFindings(ms, revs.roles_at, revs.settings_at)  # 5
     chosen = scale.decide(ms, groups, layout, revs.update, findings, delete)
     revs.settle(chosen.protected, role_rollout.protected_instances(ms, groups, chosen.kept))
     kept = chosen.kept

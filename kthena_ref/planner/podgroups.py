@@ -4,8 +4,9 @@ Why this module exists: with ``schedulerName: volcano`` and the PodGroup CRD ser
 ServingGroup gets a PodGroup (upstream's contract): ``minMember`` and ``minTaskMember`` from the
 Roles the group is built from (``gangPolicy.minRoleReplicas`` may lower a Role's share),
 ``minResources`` as the exact sum of the members' requests (:mod:`.quantity`), the queue from the
-ModelServing's annotation and the network topology's group policy. PodGroups of groups that are
-gone are deleted.
+ModelServing's annotation, the network topology's group policy, and its role policy as a
+``subGroupPolicy`` entry per Role whose subgroups are the Role's instances. PodGroups of groups
+that are gone are deleted.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from ..api.types import ModelServing, Role
+from .. import faults
+from ..api.types import ModelServing, NetworkTopologySpec, Role
 from . import quantity
 from .model import Plan
-from .names import ANNOTATION_QUEUE, LABEL_NAME, PodId, group_name
+from .names import ANNOTATION_QUEUE, LABEL_NAME, LABEL_ROLE, LABEL_ROLE_ID, PodId, group_name
 from .pods import build_pod, owner_reference
 from .revisions import Revisions
 
@@ -62,6 +64,26 @@ def sum_requests(pods: list[dict[str, Any]]) -> dict[str, str]:
     return {k: quantity.format_quantity(v) for k, v in sorted(totals.items())}
 
 
+def role_subgroups(
+    ms: ModelServing, roles: list[Role], needs: dict[str, int], policy: NetworkTopologySpec
+) -> list[dict[str, Any]]:
+    """Volcano's ``subGroupPolicy`` for ``networkTopology.rolePolicy`` (upstream's form): per Role,
+    its Pods cut into Role instances by the Role-instance label, each instance a subgroup of
+    ``1 + workerReplicas`` Pods under the rolePolicy, ``needs[role]`` of them gang required."""
+    topology = policy.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return [
+        {
+            "name": role.name,
+            "labelSelector": {"matchLabels": {LABEL_NAME: ms.metadata.name, LABEL_ROLE: role.name}},
+            "matchLabelKeys": [LABEL_ROLE_ID],
+            "subGroupSize": 1 + role.worker_replicas,
+            "minSubGroups": needs[role.name],
+            "networkTopology": dict(topology),
+        }
+        for role in roles
+    ]
+
+
 def podgroup(
     ms: ModelServing, ordinal: int, roles: list[Role], min_role_replicas: dict[str, int] | None, queue: str | None
 ) -> dict[str, Any]:
@@ -69,12 +91,16 @@ def podgroup(
     members: list[dict[str, Any]] = []
     min_member = 0
     task_members: dict[str, int] = {}
+    needs: dict[str, int] = {}
     for role in roles:
         needed = (
             role.replicas
             if not min_role_replicas or role.name not in min_role_replicas
             else min(min_role_replicas[role.name], role.replicas)
         )
+        if faults.active("min-role-replicas-first-value") and min_role_replicas and role.name in min_role_replicas:
+            needed = min(next(iter(min_role_replicas.values())), role.replicas)
+        needs[role.name] = needed
         min_member += (1 + role.worker_replicas) * needed
         for index in range(needed):
             task_members[f"{role.name}-{index}"] = 1 + role.worker_replicas
@@ -90,6 +116,8 @@ def podgroup(
     topology = ms.spec.template.network_topology
     if topology and topology.group_policy:
         spec["networkTopology"] = topology.group_policy.model_dump(by_alias=True, exclude_none=True, mode="json")
+    if topology and topology.role_policy and not faults.active("role-policy-not-in-podgroup"):
+        spec["subGroupPolicy"] = role_subgroups(ms, roles, needs, topology.role_policy)
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",

@@ -134,8 +134,22 @@ def expected_pods(roles: list[Role], ordinal: int) -> list[PodId]:
     ]
 
 
+def group_settings(ms: ModelServing) -> dict[str, Any]:
+    """The ServingGroup settings outside the Roles that an in-place update cannot change
+    (``gangPolicy``, ``networkTopology``; each key only when set), as API JSON. They are not part of
+    a revision's hash, but each ControllerRevision records them as they were when it was made, so
+    :mod:`.fallback` can tell a unit whose revision was made under other settings."""
+    template = ms.spec.template
+    out: dict[str, Any] = {}
+    for key, value in (("gangPolicy", template.gang_policy), ("networkTopology", template.network_topology)):
+        if value is not None:
+            out[key] = value.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return out
+
+
 def controller_revision(ms: ModelServing, revision: str, roles: list[Role], number: int) -> dict[str, Any]:
-    """The ControllerRevision that preserves ``roles`` under ``revision``."""
+    """The ControllerRevision that preserves ``roles`` under ``revision`` (and the ServingGroup
+    settings of ``ms``, :func:`group_settings`)."""
     return {
         "apiVersion": "apps/v1",
         "kind": "ControllerRevision",
@@ -145,6 +159,9 @@ def controller_revision(ms: ModelServing, revision: str, roles: list[Role], numb
             "labels": {LABEL_NAME: ms.metadata.name, LABEL_REVISION: revision},
             "ownerReferences": [] if faults.active("revision-not-owned") else [owner_reference(ms)],
         },
-        "data": {"roles": [r.model_dump(by_alias=True, exclude_none=True, mode="json") for r in roles]},
+        "data": {
+            "roles": [r.model_dump(by_alias=True, exclude_none=True, mode="json") for r in roles],
+            "servingGroup": group_settings(ms),
+        },
         "revision": number,
     }

@@ -12,11 +12,12 @@ for the whole scope to go before building it again.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
 from .. import faults
-from ..api.types import ModelServing, RecoveryPolicy
+from ..api.types import ModelServing, RecoveryPolicy, RolloutStrategyType, UpdateMethod
 from . import inplace
 from .deletions import Deleter
 from .layout import Layout
@@ -24,7 +25,12 @@ from .model import Event, InstanceKey, Observed, Plan, PodPatch
 from .names import PodId, group_name, pod_name
 from .observe import Group, Observation, ObservedPod
 
+ROLE_ROLLING = RolloutStrategyType.ROLE_ROLLING_UPDATE
 Rebuilding = set[int | InstanceKey]  # group ordinals and Role instances being rebuilt
+INIT_RESTARTS_IGNORED = {  # faults: a restart of init containers only is not an error under this policy
+    RecoveryPolicy.SERVING_GROUP_RECREATE: "servinggroup-recreate-ignores-init-restarts",
+    RecoveryPolicy.ROLE_RECREATE: "role-recreate-ignores-init-restarts",
+}
 
 
 def recovery_policy(ms: ModelServing) -> RecoveryPolicy:
@@ -45,7 +51,7 @@ def recover(
     if faults.active("restart-grace-ignored"):
         grace = dt.timedelta(0)
     for group in seen.groups.values():
-        for pod in list(group.pods.values()):
+        for pod in [_deadline_view(observed.ms, p) for p in group.pods.values()]:
             if pod.in_place_since is not None and not pod.deleting:
                 in_place_progress(out, observed, group, pod, policy, delete, rebuilding, seen.raw_by_name)
                 continue  # its restarts are the update, not a failure
@@ -54,6 +60,9 @@ def recover(
             restarted = pod.phase != "Failed"  # in error by a restarted container
             if policy is RecoveryPolicy.NONE and restarted and not faults.active("none-recreates-restarted-pod"):
                 continue  # None: a restarted container is the kubelet's business, as for a Deployment's Pod
+            ignored = INIT_RESTARTS_IGNORED.get(policy, "")  # the fault of this policy, one per recreate policy
+            if ignored and restarted and pod.restart_count == pod.init_restart_count and faults.active(ignored):
+                continue  # the fault: a Pod only its init containers restarted in is not taken for an error
             since = pod.not_ready_since or observed.now  # observe_pod falls back to start/creation
             wait = (since + grace - observed.now).total_seconds()
             if wait > 0:
@@ -142,6 +151,9 @@ def in_place_progress(
         )
         return
     assert pod.in_place_since is not None
+    strategy = observed.ms.spec.rollout_strategy
+    if faults.active("role-progress-deadline-ignored") and strategy and strategy.type is ROLE_ROLLING:
+        return  # the fault: a Role instance updated in place has no deadline
     deadline = inplace.progress_deadline(observed.ms)
     due = pod.in_place_since + deadline
     if observed.now < due or faults.active("no-progress-deadline"):
@@ -151,6 +163,37 @@ def in_place_progress(
     seconds = int(deadline.total_seconds())
     message = f"pod {pod.name} is not ready on revision {pod.revision} {seconds}s after its in-place update started"
     out.reports.append(("ProgressDeadlineExceeded", message))
-    if policy is not RecoveryPolicy.NONE:
-        rebuild(out, delete, group, pod.pid, policy, "in-place update passed its progress deadline",
+    how = _deadline_scope(policy)
+    if how is not None:
+        rebuild(out, delete, group, pod.pid, how, "in-place update passed its progress deadline",
                 observed.ms.metadata.name, rebuilding)  # fmt: skip
+
+
+def _deadline_scope(policy: RecoveryPolicy) -> RecoveryPolicy | None:
+    """How a Pod past its progress deadline is rebuilt: by the RecoveryPolicy (None: not at all, only
+    the report, as a Deployment past its deadline)."""
+    if policy is RecoveryPolicy.SERVING_GROUP_RECREATE and faults.active("deadline-servinggroup-recreate-narrowed"):
+        return RecoveryPolicy.ROLE_RECREATE  # the fault: only the Role instance
+    if policy is RecoveryPolicy.ROLE_RECREATE and faults.active("deadline-role-recreate-pod-only"):
+        return RecoveryPolicy.NONE  # the fault: rebuild's None scope, the unready Pod alone
+    if policy is RecoveryPolicy.NONE:
+        return RecoveryPolicy.ROLE_RECREATE if faults.active("deadline-none-recreates-role") else None
+    return policy
+
+
+def _deadline_view(ms: ModelServing, pod: ObservedPod) -> ObservedPod:
+    """``pod``; under the fault progress-deadline-applies-to-recreate, a Pod not Running and Ready
+    under updateMethod Recreate with progressDeadlineSeconds set is followed as if updated in place
+    since it went not ready."""
+    strategy = ms.spec.rollout_strategy
+    if (
+        faults.active("progress-deadline-applies-to-recreate")
+        and strategy is not None
+        and strategy.update_method is UpdateMethod.RECREATE
+        and strategy.progress_deadline_seconds is not None
+        and not pod.running_ready
+        and not pod.deleting
+        and pod.in_place_since is None
+    ):
+        return dataclasses.replace(pod, in_place_since=pod.not_ready_since)
+    return pod

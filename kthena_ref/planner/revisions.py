@@ -19,7 +19,7 @@ from ..api.types import ModelServing, Role
 from .model import InstanceKey, Plan
 from .names import LABEL_REVISION
 from .observe import Group
-from .pods import controller_revision, revision_of, role_template_hash
+from .pods import controller_revision, group_settings, revision_of, role_template_hash
 
 
 def roles_by_revision(ms: ModelServing, revisions: list[dict[str, Any]]) -> dict[str, list[Role]]:
@@ -41,6 +41,20 @@ def roles_by_revision(ms: ModelServing, revisions: list[dict[str, Any]]) -> dict
         rev: [r.model_copy(update={"replicas": replicas[r.name]}) if r.name in replicas else r for r in roles]
         for rev, roles in known.items()
     }
+
+
+def settings_by_revision(ms: ModelServing, revisions: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The ServingGroup settings (:func:`.pods.group_settings`) each revision was recorded with, and
+    the current ones for the update revision. A ControllerRevision that recorded none (made before
+    they were recorded) is left out: its settings are unknown."""
+    known: dict[str, dict[str, Any]] = {}
+    for cr in revisions:
+        rev = ((cr.get("metadata") or {}).get("labels") or {}).get(LABEL_REVISION)
+        settings = (cr.get("data") or {}).get("servingGroup")
+        if rev and isinstance(settings, dict):
+            known[rev] = settings
+    known[revision_of(ms.spec.template.roles)] = group_settings(ms)
+    return known
 
 
 def template_changed(known: dict[str, list[Role]], old: str, new: str, role: str) -> bool:
@@ -92,6 +106,7 @@ class Revisions:
         self._groups = groups
         self.update = revision_of(ms.spec.template.roles)
         self.roles_at = roles_by_revision(ms, revisions)
+        self.settings_at = settings_by_revision(ms, revisions)
         self.current = self.update
         self.protected: set[int] = set()  # ordinals the partition protects
         self.role_protected: set[InstanceKey] = set()  # Role instances the Roles' partitions protect

@@ -31,6 +31,8 @@ from .revisions import Revisions
 def enabled(ms: ModelServing) -> bool:
     """RoleRollingUpdate is the strategy."""
     strategy = ms.spec.rollout_strategy
+    if faults.active("coordination-applied-under-servinggroup-rolling") and strategy and strategy.role_coordination:
+        return True  # roleCoordination's presence switches the rollout to Roles (and coordinates them)
     return strategy is not None and strategy.type is RolloutStrategyType.ROLE_ROLLING_UPDATE
 
 
@@ -173,6 +175,8 @@ def roll_group(
         steps[role.name] = rollout.step(list(units[role.name].values()), paces[role.name])
     strategy = ms.spec.rollout_strategy
     coordinated = strategy.role_coordination if strategy else None
+    if faults.active("coordination-only-first-group") and group.ordinal > 0:
+        coordinated = None  # roleCoordination holds back starts in ServingGroup 0 only
     if coordinated is not None and not faults.active("coordination-ignored"):
         coordinate(coordinated, roles, units, steps, paces)
 

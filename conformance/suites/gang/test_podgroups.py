@@ -122,6 +122,45 @@ def test_min_task_member_requires_whole_role_instances(ms: ModelServings, manife
     wait_gang(ms, body, lambda view: each_podgroup(view, check), what="minRoleReplicas {prefill: 1}")
 
 
+def _per_role(expected: Any) -> Any:
+    """Problems of each PodGroup's per-Role requirement (minTaskMember or subGroupPolicy)."""
+
+    def check(pg: str, spec: dict[str, Any], pods: list[Any]) -> list[str]:
+        tasks: dict[str, list[str]] = {}
+        for pod in pods:
+            task = (pod.metadata.annotations or {}).get(TASK_ANNOTATION)
+            if task:
+                tasks.setdefault(str(task), []).append(role_of(pod))
+        gang = [GangPod(p.metadata.name, dict(p.metadata.labels or {}), role_of(p), member(p)) for p in pods]
+        return per_role_problems(spec, tasks, gang, expected)
+
+    return lambda view: each_podgroup(view, check)
+
+
+@behaviour(
+    "gang/podgroup/min-role-replicas-per-role",
+    "gangPolicy.minRoleReplicas MUST give each Role it names its own minimum: with different values for two Roles, "
+    "each ServingGroup's PodGroup MUST require exactly that many instances of each Role, in minMember and in the "
+    "per-Role requirement (minTaskMember or subGroupPolicy).",
+    GANG_POLICY,
+    Feature.GANG_SCHEDULING,
+)
+def test_each_named_role_gets_its_own_minimum(ms: ModelServings, manifest: Any) -> None:
+    # Both Roles named, so how a Role missing from the map counts (spec reading 27) does not matter.
+    # prefill 2 of 2 instances (4 Pods), decode 1 of 2 (1 Pod): minMember 5. One value for every
+    # Role gives 3 or 6, ignoring either entry 6: every mix-up is a different number.
+    body = _body(manifest)
+    body["spec"]["template"]["gangPolicy"] = {"minRoleReplicas": {"prefill": 2, "decode": 1}}
+    expected = expectation(body)
+    assert expected.min_member == 5 and expected.required_instances == {"prefill": 2, "decode": 1}
+    min_member, per_role = _min_member(body), _per_role(expected)
+    start(ms, body)
+    wait_gang(
+        ms, body, lambda view: min_member(view) + per_role(view),
+        what="minRoleReplicas {prefill: 2, decode: 1} (4 + 1 gang-required Pods a ServingGroup)",
+    )  # fmt: skip
+
+
 @behaviour(
     "gang/podgroup/min-resources",
     "A ServingGroup's PodGroup minResources MUST be the summed container requests of its gang-required Pods.",

@@ -65,7 +65,7 @@ INVALID: list[tuple[str, Mutation, str, str]] = [
     ("role-unavailable-above-replicas", lambda o: (o["spec"].update(rolloutStrategy={"type": "RoleRollingUpdate"}), o["spec"]["template"]["roles"][0].update(maxUnavailable=3)), "spec.template.roles[0].maxUnavailable", "more than the Role's 2 replicas"),
     ("bad-percent", _set_spec(rolloutStrategy={"rollingUpdateConfiguration": {"maxSurge": "lots"}}), "maxSurge", "percentage"),
     ("string-int", _set_spec(rolloutStrategy={"rollingUpdateConfiguration": {"partition": "1"}}), "partition", "percentage"),
-    ("partition-needs-role-rolling", _set_role(0, partition=1), "spec.template.roles[0].partition", "RoleRollingUpdate"),
+    ("role-partition-form", _set_role(0, partition="half"), "spec.template.roles[0].partition", "percentage"),
     ("coordination-sg-rolling", _set_spec(rolloutStrategy={"roleCoordination": {}}), "spec.rolloutStrategy.roleCoordination", "only when"),
     ("coordination-ghost-role", _set_spec(rolloutStrategy={"type": "RoleRollingUpdate", "roleCoordination": {"roles": ["ghost"]}}), "roleCoordination.roles[0]", "not a Role"),
     ("coordination-skew-int", _set_spec(rolloutStrategy={"type": "RoleRollingUpdate", "roleCoordination": {"maxSkew": 10}}), "roleCoordination.maxSkew", "percentage"),
@@ -95,6 +95,7 @@ def test_invalid_specs_name_field_and_reason(mutation: Mutation, field: str, rea
         pytest.param(_set_spec(rolloutStrategy={"type": "RoleRollingUpdate", "roleCoordination": {"maxSkew": "10%"}}), id="role-rolling-coordination"),
         pytest.param(_set_spec(rolloutStrategy={"rollingUpdateConfiguration": {"maxUnavailable": 0, "maxSurge": 1, "partition": "50%"}}), id="surge-only"),
         pytest.param(lambda o: o["spec"]["template"].update(gangPolicy={"minRoleReplicas": {"prefill": 1}}), id="gang"),
+        pytest.param(_set_role(0, partition=1, maxUnavailable="100%", maxSurge=2), id="role-settings-under-sg-rolling"),
         pytest.param(_set_spec(rolloutStrategy={"evictionStrategy": {"protectionLevel": "Role", "roleMinAvailable": {"decode": "50%"}}}), id="eviction"),
     ],
 )  # fmt: skip

@@ -14,6 +14,7 @@ from kthena_ref.planner.eligibility import (
     Finding,
     ImageChange,
     check_eligibility,
+    check_group_settings,
     check_role_eligibility,
     check_roles,
     default_pull_policy,
@@ -21,10 +22,14 @@ from kthena_ref.planner.eligibility import (
     parse_image,
     plugin_blockers,
 )
+from kthena_ref.planner.fallback import InPlaceFindings
+from kthena_ref.planner.names import LABEL_REVISION
+from kthena_ref.planner.pods import controller_revision, group_settings, revision_of
+from kthena_ref.planner.revisions import settings_by_revision
 from kthena_ref.plugins.base import NoOpHooks, Registry
 from kthena_ref.plugins.builtin import DemoPodTweaks, HeadlessService
 
-from .builders import MS, container, edit_spec
+from .builders import MS, container, deleted, edit_spec, set_image, world
 
 Edit = Callable[[dict[str, Any]], None]
 DIGEST = "sha256:" + "a" * 64
@@ -383,3 +388,93 @@ def test_builtin_plugins_declare_in_place_support() -> None:
 def test_image_references(ref: str, parsed: tuple[str, str, str] | None, policy: str) -> None:
     assert parse_image(ref) == parsed
     assert default_pull_policy(ref) == policy
+
+
+# -- gangPolicy and networkTopology in the controller: recorded with each revision ----------------
+
+GANG = {"minRoleReplicas": {"r": 1}}
+TOPOLOGY = {"groupPolicy": {"mode": "hard", "highestTierAllowed": 2}, "rolePolicy": {"mode": "soft"}}
+
+
+def in_place_ms(**template: Any) -> ModelServing:
+    """One single-Pod Role, ServingGroupRollingUpdate with updateMethod InPlace (and ``template`` fields)."""
+    ms = MS().role("r", 1, 0).rollout(type="ServingGroupRollingUpdate").build()
+    return edit_spec(
+        ms, chain(at("rolloutStrategy.updateMethod", "InPlace"), *(at(f"template.{k}", v) for k, v in template.items()))
+    )
+
+
+@pytest.mark.parametrize(
+    ("recorded", "template", "want"),
+    [
+        pytest.param({}, {}, [], id="neither-set"),
+        pytest.param({"gangPolicy": GANG}, {"gangPolicy": GANG}, [], id="same-gang-policy"),
+        pytest.param({}, {"gangPolicy": {}}, [], id="empty-is-absent"),
+        pytest.param({}, {"gangPolicy": GANG}, [("spec.template.gangPolicy", "gangPolicy added")], id="gang-added"),
+        pytest.param({"gangPolicy": GANG}, {"gangPolicy": {"minRoleReplicas": {"r": 0}}},
+                     [("spec.template.gangPolicy.minRoleReplicas.r", "changed from 1 to 0")], id="gang-changed"),
+        pytest.param({}, {"networkTopology": TOPOLOGY}, [("spec.template.networkTopology", "networkTopology added")], id="topology-added"),
+        pytest.param({"networkTopology": TOPOLOGY}, {"networkTopology": {"groupPolicy": TOPOLOGY["groupPolicy"]}},
+                     [("spec.template.networkTopology.rolePolicy", "rolePolicy removed")], id="role-policy-removed"),
+        pytest.param({"gangPolicy": GANG}, {"networkTopology": TOPOLOGY},
+                     [("spec.template.gangPolicy", "gangPolicy removed"), ("spec.template.networkTopology", "added")], id="both"),
+    ],
+)  # fmt: skip
+def test_check_group_settings(recorded: dict[str, Any], template: dict[str, Any], want: list[tuple[str, str]]) -> None:
+    findings = check_group_settings(recorded, in_place_ms(**template))
+    assert [f.field for f in findings] == [field for field, _ in want], findings
+    for finding, (_, fragment) in zip(findings, want, strict=True):
+        assert fragment in finding.reason
+
+
+def test_each_controller_revision_records_the_settings_it_was_made_under() -> None:
+    ms = in_place_ms(gangPolicy=GANG, networkTopology=TOPOLOGY)
+    assert group_settings(ms) == {"gangPolicy": GANG, "networkTopology": TOPOLOGY}
+    assert group_settings(in_place_ms()) == {}
+    cr = controller_revision(ms, "rev1", ms.spec.template.roles, 1)
+    assert cr["data"]["servingGroup"] == {"gangPolicy": GANG, "networkTopology": TOPOLOGY}
+    legacy = {"metadata": {"labels": {LABEL_REVISION: "old"}}, "data": {"roles": []}}  # made before they were recorded
+    recorded = {"metadata": {"labels": {LABEL_REVISION: "rev0"}}, "data": {"roles": [], "servingGroup": {}}}
+    known = settings_by_revision(ms, [legacy, recorded])
+    assert known == {"rev0": {}, revision_of(ms.spec.template.roles): group_settings(ms)}  # "old" is unknown
+
+
+def test_in_place_findings_compare_the_revisions_recorded_settings() -> None:
+    ms = in_place_ms(gangPolicy=GANG)
+    roles = {"old": ms.spec.template.roles}
+    assert not InPlaceFindings(ms, roles, {"old": {}}).in_place("old")  # gangPolicy added since
+    assert InPlaceFindings(ms, roles, {"old": {"gangPolicy": GANG}}).in_place("old")
+    assert InPlaceFindings(ms, roles, {}).in_place("old")  # nothing recorded: nothing to compare
+    assert InPlaceFindings(ms, roles).in_place("old")
+
+
+@pytest.mark.parametrize("field", ["gangPolicy", "networkTopology"])
+def test_a_settings_change_with_an_image_change_recreates_and_reports(field: str) -> None:
+    w = world(in_place_ms())
+    w.ms = edit_spec(
+        w.ms, chain(at(f"template.{field}", GANG if field == "gangPolicy" else TOPOLOGY), set_image("img:v2"))
+    )
+    p = w.plan()
+    assert deleted(p) == ["ms-0-r-0-0"] and not p.patch_pods
+    fallback = [e for e in p.events if e.reason == "InPlaceUpdateFallback"]
+    assert fallback and f"spec.template.{field}" in fallback[0].message
+    w.converge()
+    assert {pod["spec"]["containers"][0]["image"] for pod in w.pods.values()} == {"img:v2"}
+
+
+def test_a_settings_change_alone_rolls_nothing_and_an_image_change_after_it_falls_back() -> None:
+    # The revision (and so a rollout) is the Roles only; the ControllerRevision keeps the settings
+    # it was made under, so the next image change still finds the gangPolicy change (conservative).
+    w = world(in_place_ms())
+    w.ms = edit_spec(w.ms, at("template.gangPolicy", GANG))
+    p = w.plan()
+    assert not deleted(p) and not p.patch_pods and not p.create_revisions
+    w.ms = edit_spec(w.ms, set_image("img:v2"))
+    assert deleted(w.plan()) == ["ms-0-r-0-0"]
+
+
+def test_an_image_change_under_unchanged_settings_stays_in_place() -> None:
+    w = world(in_place_ms(gangPolicy=GANG, networkTopology=TOPOLOGY))
+    w.ms = edit_spec(w.ms, set_image("img:v2"))
+    p = w.plan()
+    assert not deleted(p) and [patch.name for patch in p.patch_pods] == ["ms-0-r-0-0"]

@@ -32,8 +32,14 @@ from kthena_ref.plugins.base import HookRequest, NoOpHooks, PluginConfigError, R
 from .builders import MS, T0, deleted, deleting, edit_spec, env_of, fresh_pods, label, names, ready, set_image, world
 from .fault_cases_conventions import CASES as CONVENTION_CASES
 from .fault_cases_core import CASES as CORE_CASES
+from .fault_cases_deadline import CASES as DEADLINE_CASES
+from .fault_cases_dns import CASES as DNS_CASES
+from .fault_cases_gang import CASES as GANG_CASES
+from .fault_cases_init_restarts import CASES as INIT_RESTART_CASES
 from .fault_cases_plugins import CASES as PLUGIN_CASES
+from .fault_cases_pods import CASES as POD_CASES
 from .fault_cases_readiness import CASES as READINESS_CASES
+from .fault_cases_roll import CASES as ROLL_CASES
 from .fault_cases_rollout import CASES as ROLLOUT_CASES
 from .fault_cases_scale_partition import CASES as SCALE_PARTITION_CASES
 
@@ -363,7 +369,7 @@ CASES = [
     ),
     # Plugins
     Case("plugin-order-reversed", probe_plugin_order, "first,second", "second,first"),
-    Case("chain-immutability-not-enforced", probe_chain_immutability, ["spec.plugins"], []),
+    Case("chain-immutability-not-enforced", probe_chain_immutability, ["spec.plugins"], [], ("headless-addable",)),
     Case(
         "unknown-plugin-accepted",
         probe_unknown_plugin,
@@ -395,7 +401,13 @@ CASES = [
             "modelserving.volcano.sh/role-id": "r-0",
         },
     ),
-    Case("wrong-entry-address", probe_entry_address, {"ms-0-r-0-0.default"}, {"ms-0-r-0.default"}),
+    Case(
+        "wrong-entry-address",
+        probe_entry_address,
+        {"ms-0-r-0-0.default"},
+        {"ms-0-r-0.default"},
+        ("entry-pod-own-address",),
+    ),
     Case(
         "services-not-published-before-ready",
         probe_publish_not_ready,
@@ -472,10 +484,16 @@ CASES = [
 
 CASES += [Case(*row) for row in CORE_CASES]
 CASES += [Case(*row) for row in PLUGIN_CASES]
+CASES += [Case(*row) for row in DNS_CASES]
+CASES += [Case(*row) for row in INIT_RESTART_CASES]
 CASES += [Case(*row) for row in READINESS_CASES]
 CASES += [Case(*row) for row in SCALE_PARTITION_CASES]
+CASES += [Case(*row) for row in ROLL_CASES]
 CASES += [Case(*row) for row in ROLLOUT_CASES]
 CASES += [Case(*row) for row in CONVENTION_CASES]
+CASES += [Case(*row) for row in POD_CASES]
+CASES += [Case(*row) for row in DEADLINE_CASES]
+CASES += [Case(*row) for row in GANG_CASES]
 
 
 def test_every_fault_has_exactly_one_case() -> None:
