@@ -170,6 +170,10 @@ FAULTS: dict[str, str] = {
     "services-recreated-on-resync": (
         "a reconcile replaces plugin Services older than 5 s (deleted, then created again with a new UID)"
     ),
+    "services-recreated-after-restart": (
+        "a restarted controller replaces every plugin Service an earlier controller process made (deleted, then "
+        "created again with a new UID); within one process they are kept"
+    ),
     "services-kept-on-group-removal": "the Services of a removed ServingGroup's Role instances are never deleted",
     "services-kept-on-role-scale-down": (
         "the Services of a Role instance removed by a Role scale-down (its ServingGroup kept) are never deleted"

@@ -27,9 +27,10 @@ from .capabilities import Capabilities, CapabilityFileError, effective_support, 
 from .catalog import Behaviour, register_markers
 from .features import SelectionError
 from .outcomes import Outcome, TestResult, classify, combine, not_supported
+from .restart import RestartConfigError, restart_from_option
 from .selection import Selection, in_pass
 from .shard import Shard
-from .support import Support, SupportFileError, load_support, support_from_flags
+from .support import ControllerRestart, Support, SupportFileError, load_support, support_from_flags
 from .timeouts import TimeoutConfigError, Timeouts
 
 CALL_REPORT = pytest.StashKey[pytest.TestReport]()
@@ -60,6 +61,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--progress-file", default=None, help="append one JSON line per finished behaviour here (the run tails it)"
     )
     g.addoption("--controller-log", default=None, help="the implementation's log file (evidence)")
+    g.addoption(
+        "--controller-restart",
+        default=None,
+        help="JSON argv that restarts the implementation's controller and returns once it is back (set by the "
+        "runner when it runs the controller; overrides the support file's controllerRestart)",
+    )
     g.addoption("--run-id", default=None, help="label every test namespace with this run id")
     g.addoption("--suite-pass", choices=["all", "parallel", "serial"], default="all", help="which tests this pass runs")
     g.addoption(
@@ -98,6 +105,12 @@ class SuiteState:
         self.keep: str = opt("--keep")
         self.artifacts = Path(opt("--artifacts-dir")).resolve()
         self.controller_log = Path(opt("--controller-log")).resolve() if opt("--controller-log") else None
+        try:
+            self.controller_restart: ControllerRestart | None = restart_from_option(
+                opt("--controller-restart"), self.support
+            )
+        except RestartConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
         self.run_id: str = opt("--run-id") or os.environ.setdefault(RUN_ENV, secrets.token_hex(4))
         self.kubeconfig: str | None = opt("--kubeconfig")
         self.context: str | None = opt("--context")

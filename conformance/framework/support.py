@@ -19,6 +19,9 @@ supported fails. So the declaration is checked hard, and every mistake is report
     podLabels:                         # optional: the label keys below are the defaults (upstream Kthena's)
       servingGroup: modelserving.volcano.sh/group-name   # names a Pod's ServingGroup (value ends in its ordinal)
       roleInstance: modelserving.volcano.sh/role-id      # names a Pod's Role instance in it (value ends in its index)
+    controllerRestart:                 # optional: how the suite restarts the controller (see below)
+      command: [kubectl, -n, my-system, rollout, restart, deployment/my-controller]
+      timeoutSeconds: 120              # optional (default 120): the command must return by then
 
 Feature names match case-insensitively; the canonical spelling is kept. A feature may appear once,
 in one of the two lists, and a supported feature's prerequisites (``FeatureInfo.requires``) must be
@@ -29,6 +32,12 @@ must tell them apart (rollout budgets, partitions, eviction budgets) read the ke
 Each must be a valid label key, the two must differ, and the value must end in the ordinal (index)
 as ``-<n>`` or be the number itself; a key left out keeps its default. Role and entry/worker come
 from the suite's own template labels and need no declaration.
+
+``controllerRestart``: behaviours about what survives a controller restart (the headless-service
+plugin's Services keep their UIDs) run the declared argv (no shell) and expect it to return once
+the old controller process is gone and a new one is started; the suite then observes the new one
+reconcile. Without it those behaviours are inconclusive. When the harness runs the controller
+itself (the reference), it restarts it and this field is not needed.
 """
 
 from __future__ import annotations
@@ -101,6 +110,15 @@ class PodLabels:
 
 
 @dataclass(frozen=True)
+class ControllerRestart:
+    """How to restart the implementation's controller: an argv that returns once it is restarted."""
+
+    command: tuple[str, ...]
+    timeout: float = 120.0
+    source: str = "support file"
+
+
+@dataclass(frozen=True)
 class Support:
     """The features an implementation supports, and the reasons it gave for the ones it does not.
 
@@ -113,6 +131,7 @@ class Support:
     unsupported_reasons: dict[Feature, str] = field(default_factory=dict, hash=False)
     source: str = "flags"
     pod_labels: PodLabels = field(default_factory=PodLabels)
+    restart: ControllerRestart | None = None
 
     def supports(self, feature: Feature) -> bool:
         return feature in self.supported
@@ -198,6 +217,11 @@ class _PodLabels(_Strict):
     role_instance: str = Field(default=PodLabels.role_instance, alias="roleInstance")
 
 
+class _ControllerRestart(_Strict):
+    command: list[str] = Field(min_length=1)
+    timeout_seconds: float = Field(default=120.0, gt=0, le=3600, alias="timeoutSeconds")
+
+
 class _SupportFile(_Strict):
     api_version: Literal["conformance.kthena.io/v1alpha1"] = Field(alias="apiVersion")
     kind: Literal["ImplementationSupport"]
@@ -205,6 +229,7 @@ class _SupportFile(_Strict):
     supported_features: list[str] = Field(alias="supportedFeatures")
     unsupported_features: list[_Unsupported] = Field(default_factory=list, alias="unsupportedFeatures")
     pod_labels: _PodLabels = Field(default_factory=_PodLabels, alias="podLabels")
+    controller_restart: _ControllerRestart | None = Field(default=None, alias="controllerRestart")
 
 
 def load_support(path: Path) -> Support:
@@ -248,6 +273,9 @@ def load_support(path: Path) -> Support:
     problems += _missing_prerequisites(supported, "supportedFeatures[{index}]")
     labels = PodLabels(parsed.pod_labels.serving_group, parsed.pod_labels.role_instance)
     problems += pod_label_problems(labels)
+    restart = parsed.controller_restart
+    if restart is not None and not all(arg.strip() for arg in restart.command[:1]):
+        problems.append("controllerRestart.command[0]: the program to run must not be empty")
     if problems:
         raise SupportFileError([f"{source}: {p}" for p in problems])
     return Support(
@@ -257,6 +285,7 @@ def load_support(path: Path) -> Support:
         unsupported_reasons={f: r for f, r in reasons.items() if f not in supported},
         source=f"file:{source}",
         pod_labels=labels,
+        restart=None if restart is None else ControllerRestart(tuple(restart.command), restart.timeout_seconds, source),
     )
 
 

@@ -266,6 +266,8 @@ def register_webhook(info: ClusterInfo, webhook: Webhook) -> None:
 class RunningController:
     process: subprocess.Popen[bytes]
     log: Path
+    argv: tuple[str, ...] = ()
+    restarts: int = 0
 
     @property
     def pid(self) -> int:
@@ -286,6 +288,13 @@ class RunningController:
             self.process.kill()
         self.process.wait()
 
+    def restart(self) -> None:
+        """Stop the process (SIGTERM, as a rollout would) and start it again with the same
+        arguments, its log appended; returns once the new one has synced its caches."""
+        self.stop()
+        self.process = _synced(_spawn(self.argv, self.log), self.log, _log_size(self.log))
+        self.restarts += 1
+
 
 def start(
     kubeconfig: Path,
@@ -302,9 +311,20 @@ def start(
     argv = [sys.executable, "-m", "kthena_ref.cli", "run", "--kubeconfig", str(kubeconfig), *extra]
     if owner_pid is not None:
         argv += ["--owner-pid", str(owner_pid)]
-    offset = log.stat().st_size if log.exists() else 0  # a restart appends: read only its own lines
+    offset = _log_size(log)  # a restart appends: read only its own lines
+    proc = _spawn(tuple(argv), log)
+    if wait_synced:
+        proc = _synced(proc, log, offset)
+    return RunningController(proc, log, tuple(argv))
+
+
+def _log_size(log: Path) -> int:
+    return log.stat().st_size if log.exists() else 0
+
+
+def _spawn(argv: tuple[str, ...], log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             argv,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -312,14 +332,17 @@ def start(
             start_new_session=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-    if not wait_synced:
-        return RunningController(proc, log)
+
+
+def _synced(proc: subprocess.Popen[bytes], log: Path, offset: int) -> subprocess.Popen[bytes]:
+    """``proc`` once its log (after ``offset``) says its caches synced; killed and an error after 30 s."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise HarnessError(f"the reference controller exited with code {proc.returncode} at start", f"see {log}")
         if b"caches synced" in log.read_bytes()[offset:]:
-            return RunningController(proc, log)
+            return proc
         time.sleep(0.05)
     proc.kill()
+    proc.wait()
     raise HarnessError("the reference controller did not sync its caches within 30s", f"see {log}")

@@ -33,6 +33,7 @@ Exit codes: 0 every selected profile succeeded; 1 a profile is failure, partial 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -64,6 +65,7 @@ from .options import (
 )
 from .preflight import preflight
 from .progress import BehaviourCounter, ProgressTail, profile_lines
+from .restarts import RestartService
 
 __all__ = ["RunOptions", "RunResult", "options_wait", "run"]
 
@@ -189,13 +191,17 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
         info_file.write_text(info.to_json())
         base = _pytest_base(options, info, info_file, run_id, report_dir, controller_log)
         counter = BehaviourCounter(len(selected))
-        for pass_name in ("parallel", "serial"):
-            if not any(_in_pass(b, pass_name) for b in selected):
-                continue
-            progress(f"running the {pass_name} pass")
-            passes.append(_run_pass(base, pass_name, options, work, progress, counter))
-            if passes[-1]["interrupted"]:
-                break
+        with contextlib.ExitStack() as stack:
+            if controller is not None:  # the harness runs it, so the harness restarts it on request
+                restarts = stack.enter_context(RestartService(work / "restarts", controller.restart))
+                base += ["--controller-restart", json.dumps(restarts.command())]
+            for pass_name in ("parallel", "serial"):
+                if not any(_in_pass(b, pass_name) for b in selected):
+                    continue
+                progress(f"running the {pass_name} pass")
+                passes.append(_run_pass(base, pass_name, options, work, progress, counter))
+                if passes[-1]["interrupted"]:
+                    break
     except KeyboardInterrupt:
         data["run"]["interrupted"] = True
         data["run"]["interruption"] = "interrupted (SIGINT) while running"

@@ -14,6 +14,7 @@ deletion), never one a user released from its ownership.
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 from .. import faults
@@ -25,6 +26,10 @@ from .layout import Layout
 from .model import InstanceKey, Observed, Plan
 from .names import LABEL_GROUP, LABEL_ROLE_ID, group_name
 from .observe import Observation
+
+# The fault services-recreated-after-restart marks the Services of this process with this token.
+FAULT_INCARNATION = "kthena-ref.fault/incarnation"
+INCARNATION = secrets.token_hex(6)
 
 
 def sync(
@@ -77,6 +82,12 @@ def services(
     have = {svc["metadata"]["name"]: svc for svc in observed}
     if faults.active("services-recreated-on-resync"):  # replaced after every spec change instead of kept
         mark = {"generation": str(ms.metadata.generation)}
+        for obj in desired.values():
+            obj["metadata"]["annotations"] = mark
+        stale = [n for n in sorted(desired.keys() & have.keys()) if have[n]["metadata"].get("annotations") != mark]
+        out.delete_services += [(n, have[n]["metadata"].get("uid", "")) for n in stale]
+    if faults.active("services-recreated-after-restart"):  # Services of an earlier process are replaced
+        mark = {FAULT_INCARNATION: INCARNATION}
         for obj in desired.values():
             obj["metadata"]["annotations"] = mark
         stale = [n for n in sorted(desired.keys() & have.keys()) if have[n]["metadata"].get("annotations") != mark]

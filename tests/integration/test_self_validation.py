@@ -201,6 +201,8 @@ CAUGHT_BY: dict[str, list[str]] = {
     "headless-addable": ["dns/migration/add-plugin-refused"],
     "entry-only-service-replaced": ["dns/migration/entry-only-service-kept"],
     "entry-pod-own-address": ["dns/entry-service/entry-pod-address"],
+    # issue 13: a restart of the controller (the harness restarts the reference on request)
+    "services-recreated-after-restart": ["dns/services/kept-across-controller-restart"],
     # helper init (issue 13, second wave): a restarted init container (a sidecar) under each recreate policy
     "servinggroup-recreate-ignores-init-restarts": ["core/recovery/servinggroup-recreate-restarted-init-container"],
     "role-recreate-ignores-init-restarts": ["core/recovery/role-recreate-restarted-init-container"],

@@ -7,9 +7,8 @@ establish whether a Role or ServingGroup exists" (a terminating one blocks nothi
 check ownership and protect replacement UIDs" (a Service the ModelServing does not own is never
 deleted); and "OnRoleDelete must retain a retry path for failed cleanup requests".
 
-What the suite cannot do: restart an arbitrary implementation's controller (no such capability
-for an implementation under test), so "no recreation" is asserted across a forced resync (a
-metadata change and a scale-up of the ModelServing) instead. A failed Service deletion is made
+"No recreation" is asserted here across a forced resync (a metadata change and a scale-up of the
+ModelServing); across a restart of the controller in :mod:`.test_controller_restart`. A failed Service deletion is made
 with a ValidatingAdmissionPolicy that refuses it (no webhook server needed); a cluster without
 that API makes that test inconclusive.
 """

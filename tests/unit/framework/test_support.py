@@ -362,3 +362,36 @@ def test_pod_labels_are_in_the_report_and_read_back() -> None:
     assert Support.from_report(report).pod_labels == labels
     del report["podLabels"]  # a report written before podLabels existed
     assert Support.from_report(report).pod_labels == PodLabels()
+
+
+# -- controllerRestart: how the suite restarts the controller -------------------------------------------
+
+
+def test_controller_restart_is_optional_and_kept_when_declared(tmp_path: Path) -> None:
+    assert load_support(write(tmp_path, VALID)).restart is None
+    declared = with_(controllerRestart={"command": ["kubectl", "rollout", "restart", "deploy/c"], "timeoutSeconds": 30})
+    restart = load_support(write(tmp_path, declared)).restart
+    assert restart is not None
+    assert (restart.command, restart.timeout) == (("kubectl", "rollout", "restart", "deploy/c"), 30.0)
+    assert str(tmp_path) in restart.source
+    default = load_support(write(tmp_path, with_(controllerRestart={"command": ["true"]}))).restart
+    assert default is not None and default.timeout == 120.0
+
+
+@pytest.mark.parametrize(
+    ("restart", "expected"),
+    [
+        pytest.param({}, "controllerRestart.command: required", id="no-command"),
+        pytest.param({"command": []}, "controllerRestart.command:", id="empty-command"),
+        pytest.param({"command": "kubectl rollout restart"}, "controllerRestart.command:", id="a-string"),
+        pytest.param(
+            {"command": [" "]}, "controllerRestart.command[0]: the program to run must not be empty", id="blank"
+        ),
+        pytest.param({"command": ["true"], "timeoutSeconds": 0}, "controllerRestart.timeoutSeconds:", id="zero"),
+        pytest.param({"command": ["true"], "shell": True}, "controllerRestart.shell: unknown field", id="unknown"),
+    ],
+)
+def test_bad_controller_restart_names_the_field(tmp_path: Path, restart: dict[str, Any], expected: str) -> None:
+    with pytest.raises(SupportFileError) as info:
+        load_support(write(tmp_path, with_(controllerRestart=restart)))
+    assert any(expected in line for line in info.value.problems), info.value.problems

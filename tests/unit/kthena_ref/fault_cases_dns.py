@@ -2,8 +2,9 @@
 
 Why this module exists: ``test_faults.py`` holds one probe per fault; these cover Service cleanup
 (ownership released by a user, a Service recreated with a new UID during a pending deletion),
-adding headless-service on update, an instance left with only its Entry Service, and the entry
-Pod's ENTRY_ADDRESS. Rows are ``(fault, probe, off, on, overlaps)`` as in ``fault_cases_plugins``.
+adding headless-service on update, an instance left with only its Entry Service, the entry Pod's
+ENTRY_ADDRESS, and Services an earlier controller process made (the restart fault). Rows are
+``(fault, probe, off, on, overlaps)`` as in ``fault_cases_plugins``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kthena_ref.api.types import ModelServing
+from kthena_ref.planner.services import FAULT_INCARNATION
 
 from .builders import MS, deleting, env_of
 from .fault_cases_plugins import HEADLESS, IMMUTABLE, _change, _fresh, _plugins, _running
@@ -67,6 +69,15 @@ def probe_entry_only_instance() -> list[str]:
     return sorted(n for n, _ in _fresh(ms, pods=pods, services=entry_only).delete_services)
 
 
+def probe_services_of_an_earlier_process() -> list[str]:
+    """A running instance whose Services an earlier controller process made: deleted Services."""
+    ms = _headless(1)
+    pods, services = _running(ms)
+    for svc in services:
+        svc["metadata"]["annotations"] = {FAULT_INCARNATION: "an-earlier-process"}
+    return sorted(n for n, _ in _fresh(ms, pods=pods, services=services).delete_services)
+
+
 def probe_entry_pod_address() -> dict[str, str]:
     pods = _fresh(_headless(1)).create_pods
     return {p["metadata"]["name"]: env_of(p["spec"]["containers"][0])["ENTRY_ADDRESS"] for p in pods}
@@ -82,6 +93,13 @@ CASES: list[Row] = [
     ("service-replacement-unprotected", probe_replacement_service, [], ["ms-1-r-0", "ms-1-r-0-0"], ()),
     ("headless-addable", probe_add_headless, ["spec.plugins"], [], (IMMUTABLE,)),
     ("entry-only-service-replaced", probe_entry_only_instance, [], ["ms-0-r-0-0"], ()),
+    (
+        "services-recreated-after-restart",
+        probe_services_of_an_earlier_process,
+        [],
+        ["ms-0-r-0", "ms-0-r-0-0"],
+        ("services-recreated-on-resync",),
+    ),
     (
         "entry-pod-own-address",
         probe_entry_pod_address,
