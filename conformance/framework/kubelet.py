@@ -139,20 +139,28 @@ def sidecar_restarts(pod: Any) -> int:
     return int(statuses[0].restart_count or 0) if statuses else 0
 
 
-def expect_sidecar_restarted(kube: Any, namespace: str, pod: str, before: int, *, timeout: float) -> None:
-    """Wait until ``pod``'s first init container, a sidecar, shows more than ``before`` restarts (a
-    Pod already gone was removed after it did: only a reaction to the fault removes it). A cluster
-    that never shows the restart within ``timeout`` cannot produce what the test needs:
-    :class:`Inconclusive`, so that the implementation is not blamed for a restart that never was."""
+def expect_sidecar_restarted(
+    kube: Any, namespace: str, pod: str, before: int, *, timeout: float, uid: str | None = None
+) -> None:
+    """Wait until ``pod``'s first init container, a sidecar, shows more than ``before`` restarts.
+    The original Pod gone, terminating, or replaced under its name (another UID than ``uid``) counts
+    as restarted too: it was removed after the restart, as only a reaction to the fault removes it
+    (an implementation may recreate the Pod before a poll sees the count go up). A cluster that never
+    shows the restart within ``timeout`` cannot produce what the test needs: :class:`Inconclusive`,
+    so that the implementation is not blamed for a restart that never was."""
     from kubernetes.client.exceptions import ApiException
 
     def read() -> int | None:
         try:
-            return sidecar_restarts(kube.core.read_namespaced_pod(pod, namespace))
+            current = kube.core.read_namespaced_pod(pod, namespace)
         except ApiException as exc:
             if exc.status == 404:
                 return None
             raise
+        meta = current.metadata
+        if meta.deletion_timestamp or (uid is not None and meta.uid != uid):
+            return None
+        return sidecar_restarts(current)
 
     try:
         wait_for(

@@ -51,7 +51,10 @@ def _restart_a_sidecar(ms: ModelServings, manifest: Any, faults: Any, policy: st
     before = sidecar_restarts(victim)
     faults.inject(ms.ns, victim.metadata.name, Fault.NOT_READY)
     faults.inject(ms.ns, victim.metadata.name, Fault.RESTART_SIDECAR)
-    expect_sidecar_restarted(ms.kube, ms.ns, victim.metadata.name, before, timeout=ms.timeouts.seconds("pods-running"))
+    expect_sidecar_restarted(
+        ms.kube, ms.ns, victim.metadata.name, before, timeout=ms.timeouts.seconds("pods-running"),
+        uid=victim.metadata.uid,
+    )  # fmt: skip
     return total, {p.metadata.uid: (role_of(p), member(p)) for p in pods}, victim.metadata.uid
 
 

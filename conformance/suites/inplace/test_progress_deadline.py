@@ -405,9 +405,8 @@ def test_none_touches_no_other_pod(window: Window) -> None:
 def test_a_role_instance_has_the_deadline(window: Window) -> None:
     run = window.run("role-rolling")
     _patched_in_place(window, run)
-    unready = run.originals(
-        "a", "entry"
-    )  # the scope RoleRecreate gives it is inplace/progress-deadline/role-recreate's
+    # Only the unready Pod is required: the scope RoleRecreate gives it is role-recreate's behaviour.
+    unready = run.originals("a", "entry")
     _replaced(window, run, unready, "the Role instance's deadline passed")
     _not_before_deadline(run, unready)
     _never_gone(run, run.originals("b"), "Role b was not updated; its instance has no deadline to pass")

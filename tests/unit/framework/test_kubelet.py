@@ -3,6 +3,7 @@ from one that does not (the suite's tests are inconclusive on the latter, never 
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
@@ -114,6 +115,7 @@ def test_a_cluster_that_cannot_restart_a_sidecar_makes_the_test_inconclusive() -
 def with_sidecar(restarts: int | None) -> client.V1Pod:
     """:func:`pod` with a sidecar; ``restarts`` None: the kubelet has not reported it yet."""
     subject = pod()
+    subject.metadata.uid = "original"
     subject.spec.init_containers = [client.V1Container(name="proxy", image=GOOD, restart_policy="Always")]
     if restarts is not None:
         subject.status.init_container_statuses = [
@@ -145,17 +147,25 @@ class FakeKube:
         self.core = FakeCore(*pods)
 
 
+def _as(subject: client.V1Pod, *, uid: str = "original", deleting: bool = False) -> client.V1Pod:
+    subject.metadata.uid = uid
+    subject.metadata.deletion_timestamp = datetime.datetime.now(datetime.UTC) if deleting else None
+    return subject
+
+
 @pytest.mark.parametrize(
     "pods",
     [
         pytest.param((with_sidecar(1), with_sidecar(1), with_sidecar(2)), id="restart-reported"),
         pytest.param((with_sidecar(1), None), id="pod-removed-after-the-restart"),
+        pytest.param((with_sidecar(1), _as(with_sidecar(0), uid="new")), id="pod-replaced-under-its-name"),
+        pytest.param((with_sidecar(1), _as(with_sidecar(1), deleting=True)), id="pod-terminating"),
     ],
 )
 def test_a_sidecar_restart_the_cluster_shows_is_accepted(pods: tuple[client.V1Pod | None, ...]) -> None:
-    expect_sidecar_restarted(FakeKube(*pods), "ns", "p", 1, timeout=5)
+    expect_sidecar_restarted(FakeKube(*pods), "ns", "p", 1, timeout=5, uid="original")
 
 
 def test_a_sidecar_restart_the_cluster_never_shows_makes_the_test_inconclusive() -> None:
     with pytest.raises(Inconclusive, match=r"never restarted the sidecar \(first init container\) of p"):
-        expect_sidecar_restarted(FakeKube(with_sidecar(1)), "ns", "p", 1, timeout=0.5)
+        expect_sidecar_restarted(FakeKube(_as(with_sidecar(1))), "ns", "p", 1, timeout=0.5, uid="original")
