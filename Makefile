@@ -7,6 +7,9 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 # Parallel workers for the tests that share the embedded cluster.
 WORKERS ?= 2
+# Workers of `make conformance`: its tests mostly wait on the cluster, so more than the 2 cores
+# (docs/development.md: 7 m 37 s with 2 workers and 193 behaviours; see there for 4).
+CONFORMANCE_WORKERS ?= 4
 # Workers of the own-controller pass (the control run, self-validation variants on a kept cluster
 # per worker, sharding, the installed wheel): mostly waiting, so more workers than cores.
 OWN_WORKERS ?= 4
@@ -31,7 +34,7 @@ binaries: venv
 	$(BIN)/kthena-conformance binaries build $(if $(FORCE),--force)
 
 conformance: binaries
-	$(BIN)/kthena-conformance run --provider local --report-dir reports
+	$(BIN)/kthena-conformance run --provider local --report-dir reports --workers $(CONFORMANCE_WORKERS)
 
 # Unit tests, then the cluster tests in parallel on one shared embedded cluster, then the tests
 # that must run alone, then the own-controller tests on OWN_WORKERS workers: the suite's control

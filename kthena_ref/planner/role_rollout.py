@@ -220,9 +220,9 @@ def roll_group(
                 if pod.revision != update_rev and not pod.deleting:
                     body = {"metadata": {"uid": pod.uid, "labels": {LABEL_REVISION: update_rev}}}
                     out.patch_pods.append(PodPatch(pod.name, pod.uid, pod.resource_version, body, "same template"))
-        if step is None:  # a terminating instance counts as ready here: it is on its way back
+        if step is None:  # a terminating instance is not ready: the first to go, so no other goes with it
             cost = {i: sum(p.deletion_cost for p in by_instance[(role.name, i)]) for i in present}
-            candidates = [scaledown.Candidate(i, u.ready or u.terminating, cost[i]) for i, u in present.items()]
+            candidates = [scaledown.Candidate(i, u.ready, cost[i]) for i, u in present.items()]
             ids = set(scaledown.instance_ids(candidates, role.replicas))
         else:
             ids = (set(present) - set(step.remove)) | set(step.create)

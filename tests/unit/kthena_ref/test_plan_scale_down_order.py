@@ -164,3 +164,18 @@ def test_servinggroup_level_fault_leaves_role_level_alone() -> None:
         assert {_instance(n) for n in deleted(w.plan())} == {"0/r-1"}
     with faults.injected("role-scale-down-highest-index"):
         assert {_instance(n) for n in deleted(w.plan())} == {"0/r-3"}
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_terminating_victim_spares_the_cheapest_instance(strategy: str | None) -> None:
+    """4 -> 3 removed instance 1 (not ready), whose Pods are still terminating when the next
+    reconcile runs; instance 0 costs least. The terminating one is the one removed: counting it
+    as ready would make instance 0 a second victim (seen in rollout/role/scale-down-order)."""
+    w = world(_ms(strategy))
+    _mark(w, {"0/r-1"}, {"ms-0-r-0-0": 3, "ms-0-r-0-1": -8})
+    w.ms = edit_spec(w.ms, _role_replicas(3))
+    assert {_instance(n) for n in deleted(w.plan())} == {"0/r-1"}
+    for name in ("ms-0-r-1-0", "ms-0-r-1-1"):
+        w.pods[name] = deleting(w.pods[name])
+    again = w.plan()
+    assert deleted(again) == [] and again.create_pods == [], "nothing else goes, nothing comes back"
