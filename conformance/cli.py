@@ -343,6 +343,35 @@ def binaries_path() -> None:
 @click.option("--reference-fault", "reference_faults", multiple=True, hidden=True, help="self-validation only")
 @click.option("--controller-log", type=click.Path(dir_okay=False, path_type=Path), help="external: its log (evidence)")
 @click.option(
+    "--implementation-command",
+    default=None,
+    metavar="CMD",
+    help="start your implementation with this command (quoted as for a shell, run without one) once the cluster "
+    "is up, KUBECONFIG set to it; its output goes to REPORT_DIR/implementation.log; implies --implementation "
+    "external",
+)
+@click.option(
+    "--implementation-manifest",
+    "implementation_manifests",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="with --implementation-command: YAML applied before it starts (its CRD, RBAC, webhook configuration); "
+    "repeatable",
+)
+@click.option(
+    "--implementation-ready-log",
+    default=None,
+    metavar="REGEX",
+    help="with --implementation-command: it is ready once a line of its output matches (default: once it has run 3 s)",
+)
+@click.option(
+    "--implementation-ready-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    help="with --implementation-command: seconds it may take to be ready",
+)
+@click.option(
     "--capabilities",
     "capability_files",
     multiple=True,
@@ -381,6 +410,10 @@ def run_command(
     dry_run: bool,
     reference_faults: tuple[str, ...],
     controller_log: Path | None,
+    implementation_command: str | None,
+    implementation_manifests: tuple[Path, ...],
+    implementation_ready_log: str | None,
+    implementation_ready_timeout: float,
     capability_files: tuple[Path, ...],
     fake_devices: bool | None,
     fake_device_faults: tuple[str, ...],
@@ -395,6 +428,9 @@ def run_command(
     from .run.options import RunOptions
     from .run.orchestration import run as run_suite
 
+    source = click.get_current_context().get_parameter_source("implementation")
+    if implementation_command is not None and source is click.core.ParameterSource.DEFAULT:
+        implementation = "external"  # a command is the implementation under test, never the reference
     options = RunOptions(
         provider_name=provider_name,
         report_dir=report_dir,
@@ -420,6 +456,10 @@ def run_command(
         dry_run=dry_run,
         reference_faults=list(reference_faults),
         controller_log=controller_log,
+        implementation_command=implementation_command,
+        implementation_manifests=list(implementation_manifests),
+        implementation_ready_log=implementation_ready_log,
+        implementation_ready_timeout=implementation_ready_timeout,
         capabilities=list(capability_files),
         fake_devices=fake_devices,
         fake_device_faults=list(fake_device_faults),

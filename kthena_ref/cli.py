@@ -222,7 +222,10 @@ def manifests_command(
 
 @main.command("run")
 @click.option(
-    "--kubeconfig", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="default: in-cluster config"
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    envvar="KUBECONFIG",
+    help="default: $KUBECONFIG, else the in-cluster config",
 )
 @click.option("--namespace", default=None, help="watch one namespace only (default: all)")
 @click.option("--workers", type=click.IntRange(1, 64), default=4, show_default=True)

@@ -7,10 +7,12 @@ of one implementation; an external implementation is deployed by its vendor, not
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any
 
+from ..cluster.errors import HarnessError
 from ..cluster.provider import ClusterInfo
 
 
@@ -30,3 +32,62 @@ def deploy_reference(info: ClusterInfo, secrets_dir: Path, report_dir: Path, fau
     if webhook is not None:
         reference.register_webhook(info, webhook)
     return controller
+
+
+def apply_manifests(info: ClusterInfo, paths: list[Path], progress: Any) -> None:
+    """Create every object of the YAML files ``paths`` (an implementation's CRDs, RBAC, webhook
+    configuration, ...), in order; one that exists already is kept as it is (said in the
+    progress). Waits until every CRD among them is Established. A file that cannot be read or an
+    object the API server refuses is a :class:`HarnessError` naming the file and the object."""
+    import yaml
+    from kubernetes import client, utils
+    from kubernetes.client.exceptions import ApiException
+
+    from ..cluster.kube import api_client
+    from ..framework.waits import wait_for
+
+    api = api_client(info.kubeconfig, info.context)
+    crds: list[str] = []
+    for path in paths:
+        try:
+            docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        except (OSError, yaml.YAMLError) as exc:
+            raise HarnessError(f"--implementation-manifest {path}: cannot read it: {exc}", "give a YAML file") from None
+        for i, doc in enumerate(docs):
+            what = f"{path}: document {i + 1} ({doc.get('kind', '?')} {doc.get('metadata', {}).get('name', '?')})"
+            try:
+                utils.create_from_dict(api, doc)  # type: ignore[no-untyped-call]
+            except utils.FailToCreateError as exc:
+                failures = [e for e in exc.api_exceptions if not (isinstance(e, ApiException) and e.status == 409)]
+                if failures:
+                    raise HarnessError(f"{what}: refused: {failures[0]}", "fix the manifest") from None
+                progress(f"  {what} exists already: kept as it is")
+            except (ValueError, AttributeError, KeyError) as exc:  # no apiVersion/kind, an unknown kind
+                raise HarnessError(f"{what}: cannot be created: {exc}", "give a complete Kubernetes object") from None
+            if doc.get("kind") == "CustomResourceDefinition":
+                crds.append(doc["metadata"]["name"])
+    ext: Any = client.ApiextensionsV1Api(api)
+
+    def established(name: str) -> bool:
+        conditions = ext.read_custom_resource_definition(name).status.conditions or []
+        return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+    for name in crds:
+        wait_for(f"CRD {name} Established", functools.partial(established, name), timeout=30)
+
+
+def deploy_command(info: ClusterInfo, launch: Any, manifests: list[Path], report_dir: Path, progress: Any) -> Any:
+    """The implementation as a command: its manifests applied, then started with the cluster's
+    admin kubeconfig and its output in ``REPORT_DIR/implementation.log``, ready (:mod:`.launch`)."""
+    from .launch import RunningCommand
+
+    report_dir.mkdir(parents=True, exist_ok=True)
+    if manifests:
+        progress(f"applying {len(manifests)} implementation manifest file(s)")
+        apply_manifests(info, manifests, progress)
+    log = report_dir / "implementation.log"
+    log.unlink(missing_ok=True)
+    running = RunningCommand(launch, info.kubeconfig, log, owner_pid=os.getpid())
+    progress(f"starting the implementation: {launch.describe()} (output: {log})")
+    running.start()
+    return running

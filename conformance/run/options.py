@@ -54,6 +54,12 @@ class RunOptions:
     dry_run: bool = False
     reference_faults: list[str] = field(default_factory=list)  # self-validation only
     controller_log: Path | None = None  # external: the implementation's log, for evidence
+    # The implementation as a command the harness starts (run/launch.py): argv as one shell-quoted
+    # string, manifests applied before it starts, what its output shows once it is ready.
+    implementation_command: str | None = None
+    implementation_manifests: list[Path] = field(default_factory=list)
+    implementation_ready_log: str | None = None
+    implementation_ready_timeout: float = 60.0
     pytest_args: list[str] = field(default_factory=list)
     # Accelerators: capability files of the DRA drivers to certify; fake_devices True adds the fake
     # drivers' shipped files, False never does, None (default) uses them on the embedded cluster

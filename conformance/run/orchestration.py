@@ -52,7 +52,8 @@ from ..cluster.provider import ClusterInfo, Progress, quiet
 from ..cluster.registry import get_provider
 from ..cluster.spec import ClusterSpec
 from .accelerators import AcceleratorPlan, device_pools, fake_device_faults, load_accelerators
-from .deploy import deploy_reference
+from .deploy import deploy_command, deploy_reference
+from .launch import SETTLE_SECONDS, Launch, LaunchError
 from .options import (
     EXIT_CLUSTER,
     EXIT_INTERRUPTED,
@@ -116,12 +117,14 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
         selection = Selection.parse(options.profiles, options.features, options.ids, include_slow=not options.skip_slow)
         selection.check_ids(behaviours)
         timeouts = Timeouts.from_options(options.timeout_scale, options.timeouts)
-    except (SupportFileError, SelectionError, TimeoutConfigError, CapabilityFileError) as exc:
+        launch = _launch(options)
+    except (SupportFileError, SelectionError, TimeoutConfigError, CapabilityFileError, LaunchError) as exc:
         data["error"] = {"message": str(exc), "hint": "see `kthena-conformance run --help`"}
         result.exit_code = EXIT_USAGE
         return _finish(result, options, started)
-    data["implementation"] = {**support.as_report(), "deployedBy": "harness" if options.implementation == "reference"
-                              else "external"}  # fmt: skip
+    data["implementation"] = {**support.as_report(), "deployedBy": _deployed_by(options)}
+    if launch is not None:
+        data["implementation"]["command"] = list(launch.command)
     data["run"]["selection"] = selection.as_report()
     _announce(options, plan, progress)
     data["run"]["timeouts"] = timeouts.as_report()
@@ -178,6 +181,15 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
             data["implementation"]["log"] = str(controller.log)
             if options.reference_faults:
                 data["implementation"]["faults"] = list(options.reference_faults)
+        elif launch is not None:
+            controller = deploy_command(info, launch, options.implementation_manifests, report_dir, progress)
+            controller_log = controller.log
+            data["implementation"]["log"] = str(controller.log)
+            if launch.ready_log is None:
+                data["notes"].append(
+                    f"the implementation counted as ready once it had run {SETTLE_SECONDS:g}s "
+                    "(no --implementation-ready-log pattern was given)"
+                )
         progress("running preflight checks")
         checks = preflight(info)
         data["preflight"] = [c.as_dict() for c in checks]
@@ -241,6 +253,28 @@ def _in_pass(b: Any, pass_name: str) -> bool:
     from ..framework.selection import in_pass
 
     return in_pass(b, pass_name)
+
+
+def _launch(options: RunOptions) -> Launch | None:
+    """The implementation command to start, checked; None when the harness starts none."""
+    if options.implementation_command is None:
+        if options.implementation_manifests or options.implementation_ready_log:
+            raise LaunchError("--implementation-manifest and --implementation-ready-log need --implementation-command")
+        return None
+    if options.implementation == "reference":
+        raise LaunchError(
+            "--implementation-command starts your implementation: give --implementation external with it "
+            "(and declare what it supports)"
+        )
+    return Launch.parse(
+        options.implementation_command, options.implementation_ready_log, options.implementation_ready_timeout
+    )
+
+
+def _deployed_by(options: RunOptions) -> str:
+    if options.implementation == "reference":
+        return "harness"
+    return "harness-command" if options.implementation_command is not None else "external"
 
 
 def _support(options: RunOptions) -> Any:

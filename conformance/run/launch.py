@@ -1,0 +1,146 @@
+"""The implementation under test as a command the harness starts, watches and stops.
+
+Why this module exists: testing one's own controller should not need a hand-kept cluster and a
+second terminal. With ``run --implementation-command "CMD ..."`` the harness applies the
+implementation's manifests (its CRD, RBAC, webhook configuration: ``--implementation-manifest``),
+starts CMD with ``KUBECONFIG`` pointing at the cluster and its output in
+``REPORT_DIR/implementation.log``, waits until it is ready, runs the suite, and stops it. The
+harness owns the process, so it can also restart it for the behaviours that need a restart
+(:mod:`.restarts`), and it never outlives the run (:mod:`.watchdog`).
+
+Ready means: the process is still running, every CRD the manifests define is Established, and,
+when ``--implementation-ready-log`` gives a regular expression, a line of its output matches it
+(the reference prints ``caches synced``). Without a pattern the harness waits a short settle time
+instead and says so in the report; preflight then checks what the suite needs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..cluster.errors import HarnessError
+
+SETTLE_SECONDS = 3.0  # without a ready pattern: how long the command must stay up to count as started
+READY_TIMEOUT = 60.0
+
+
+class LaunchError(ValueError):
+    """A launch option that cannot work (an empty command, a bad pattern), with the option named."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What to start: argv (no shell), its ready pattern, extra environment."""
+
+    command: tuple[str, ...]
+    ready_log: re.Pattern[str] | None = None
+    ready_timeout: float = READY_TIMEOUT
+    env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, command: str, ready_log: str | None = None, ready_timeout: float = READY_TIMEOUT) -> Launch:
+        """From the command line: ``command`` split as a POSIX shell would (quotes), never run by one."""
+        try:
+            argv = tuple(shlex.split(command))
+        except ValueError as exc:
+            raise LaunchError(f"--implementation-command: cannot split {command!r}: {exc}") from None
+        if not argv:
+            raise LaunchError("--implementation-command: empty; give the program to start and its arguments")
+        pattern = None
+        if ready_log:
+            try:
+                pattern = re.compile(ready_log)
+            except re.error as exc:
+                raise LaunchError(
+                    f"--implementation-ready-log: {ready_log!r} is not a regular expression: {exc}"
+                ) from None
+        if ready_timeout <= 0:
+            raise LaunchError(f"--implementation-ready-timeout: must be above 0, got {ready_timeout:g}")
+        return cls(argv, pattern, ready_timeout)
+
+    def describe(self) -> str:
+        return shlex.join(self.command)
+
+
+def environment(kubeconfig: Path, extra: dict[str, str]) -> dict[str, str]:
+    """The command's environment: the runner's, ``KUBECONFIG`` set to the cluster's, then ``extra``. Pure."""
+    return {**os.environ, "KUBECONFIG": str(kubeconfig), "PYTHONUNBUFFERED": "1", **extra}
+
+
+def ready_problem(log_tail: str, pattern: re.Pattern[str] | None, up_for: float) -> str | None:
+    """Why the command is not ready yet (None when it is), from its output so far and how long it
+    has run. Pure."""
+    if pattern is not None:
+        return None if pattern.search(log_tail) else f"no line of its output matches {pattern.pattern!r} yet"
+    return None if up_for >= SETTLE_SECONDS else f"up for {up_for:.1f}s of the {SETTLE_SECONDS:g}s settle time"
+
+
+@dataclass
+class RunningCommand:
+    """The started implementation: stop it, restart it, read its log."""
+
+    launch: Launch
+    kubeconfig: Path
+    log: Path
+    owner_pid: int
+    process: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+
+    def start(self) -> None:
+        """Start the command under the watchdog and wait until it is ready (:class:`HarnessError`
+        naming the log if it exits or is not ready in time)."""
+        offset = self.log.stat().st_size if self.log.exists() else 0
+        argv = [sys.executable, "-m", "conformance.run.watchdog", "--owner", str(self.owner_pid), "--",
+                *self.launch.command]  # fmt: skip
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                env=environment(self.kubeconfig, self.launch.env),
+            )  # fmt: skip
+        started = time.monotonic()
+        deadline = started + self.launch.ready_timeout
+        problem: str | None = "not started"
+        while time.monotonic() < deadline:
+            code = self.process.poll()
+            if code is not None:
+                raise HarnessError(
+                    f"the implementation command exited with code {code} before it was ready: {self.launch.describe()}",
+                    f"its output is in {self.log}",
+                )
+            tail = self.log.read_bytes()[offset:].decode("utf-8", "replace")
+            problem = ready_problem(tail, self.launch.ready_log, time.monotonic() - started)
+            if problem is None:
+                return
+            time.sleep(0.1)
+        self.stop()
+        raise HarnessError(
+            f"the implementation command was not ready within {self.launch.ready_timeout:g}s ({problem}): "
+            f"{self.launch.describe()}",
+            f"its output is in {self.log}; --implementation-ready-log sets what 'ready' looks like",
+        )
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """Ask the watchdog to end the command's process group; SIGKILL the watchdog if it hangs."""
+        proc = self.process
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def restart(self) -> None:
+        """Stop and start again (same command, log appended), ready as at the first start."""
+        self.stop()
+        self.start()
+        self.restarts += 1

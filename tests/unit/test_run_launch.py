@@ -1,0 +1,168 @@
+"""The implementation as a command: option parsing and readiness (pure, table-driven), and the
+process life with real processes: ready by a log line, early exit, not ready in time, stop,
+restart, and the watchdog ending the command's process group when its owner dies."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conformance.cluster.errors import HarnessError
+from conformance.run.launch import SETTLE_SECONDS, Launch, LaunchError, RunningCommand, environment, ready_problem
+from conformance.run.watchdog import alive
+
+
+@pytest.mark.parametrize(
+    ("command", "ready_log", "timeout", "expected"),
+    [
+        pytest.param("", None, 60.0, "--implementation-command: empty", id="empty"),
+        pytest.param("   ", None, 60.0, "--implementation-command: empty", id="blank"),
+        pytest.param("ctl --name 'unclosed", None, 60.0, "--implementation-command: cannot split", id="quote"),
+        pytest.param("ctl", "caches (synced", 60.0, "--implementation-ready-log: 'caches (synced' is not", id="regex"),
+        pytest.param("ctl", None, 0.0, "--implementation-ready-timeout: must be above 0", id="timeout"),
+    ],
+)
+def test_bad_launch_options_name_the_option(command: str, ready_log: str | None, timeout: float, expected: str) -> None:
+    with pytest.raises(LaunchError, match=re.escape(expected)):
+        Launch.parse(command, ready_log, timeout)
+
+
+def test_a_command_is_split_as_a_shell_would_and_never_run_by_one() -> None:
+    launch = Launch.parse("./bin/ctl --log 'a b' --x=$HOME", r"caches synced", 30)
+    assert launch.command == ("./bin/ctl", "--log", "a b", "--x=$HOME")  # no expansion: no shell
+    assert launch.ready_log is not None and launch.ready_log.pattern == "caches synced"
+    assert launch.describe() == "./bin/ctl --log 'a b' '--x=$HOME'"
+
+
+@pytest.mark.parametrize(
+    ("tail", "pattern", "up_for", "ready"),
+    [
+        pytest.param("starting\n", "caches synced", 99.0, False, id="pattern-not-yet"),
+        pytest.param("starting\ninformer caches synced\n", "caches synced", 0.1, True, id="pattern-seen"),
+        pytest.param("", None, SETTLE_SECONDS - 0.5, False, id="settling"),
+        pytest.param("", None, SETTLE_SECONDS, True, id="settled"),
+    ],
+)
+def test_ready_problem(tail: str, pattern: str | None, up_for: float, ready: bool) -> None:
+    problem = ready_problem(tail, re.compile(pattern) if pattern else None, up_for)
+    assert (problem is None) == ready, problem
+
+
+def test_the_environment_points_at_the_cluster(tmp_path: Path) -> None:
+    env = environment(tmp_path / "kubeconfig", {"EXTRA": "1"})
+    assert env["KUBECONFIG"] == str(tmp_path / "kubeconfig") and env["EXTRA"] == "1" and "PATH" in env
+
+
+def _script(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "impl.sh"
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def _running(tmp_path: Path, body: str, ready_log: str | None = "caches synced", timeout: float = 10) -> RunningCommand:
+    launch = Launch.parse(_script(tmp_path, body), ready_log, timeout)
+    return RunningCommand(launch, tmp_path / "kubeconfig", tmp_path / "implementation.log", owner_pid=os.getpid())
+
+
+def _pid_in(path: Path) -> int:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return int(path.read_text())
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never got a pid")
+
+
+def _gone(pid: int, timeout: float = 10) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_started_ready_by_its_log_line_then_stopped_with_its_children(tmp_path: Path) -> None:
+    pids = tmp_path / "child.pid"
+    body = f'echo "kubeconfig=$KUBECONFIG"; sleep 60 & echo $! > {pids}; sleep 0.3; echo "caches synced"; wait'
+    running = _running(tmp_path, body)
+    running.start()
+    child = _pid_in(pids)
+    log = running.log.read_text()
+    assert f"kubeconfig={tmp_path / 'kubeconfig'}" in log and "caches synced" in log
+    assert alive(child)
+    running.stop()
+    assert _gone(child), "a child the command started went with it (its process group)"
+
+
+def test_a_command_that_exits_before_it_is_ready_is_an_error_naming_its_log(tmp_path: Path) -> None:
+    running = _running(tmp_path, "echo 'cannot reach the API server' >&2; exit 4")
+    with pytest.raises(HarnessError, match="exited with code 4 before it was ready") as info:
+        running.start()
+    assert str(running.log) in info.value.hint
+    assert "cannot reach the API server" in running.log.read_text()
+
+
+def test_a_command_never_ready_is_stopped_and_an_error(tmp_path: Path) -> None:
+    pids = tmp_path / "self.pid"
+    running = _running(tmp_path, f"echo $$ > {pids}; echo starting; exec sleep 60", timeout=1.0)
+    with pytest.raises(HarnessError, match=r"not ready within 1s \(no line of its output matches 'caches synced'"):
+        running.start()
+    assert _gone(_pid_in(pids)), "the command is stopped, not left running"
+
+
+def test_without_a_pattern_a_command_is_ready_once_it_stayed_up(tmp_path: Path) -> None:
+    running = _running(tmp_path, "exec sleep 60", ready_log=None)
+    started = time.monotonic()
+    running.start()
+    assert time.monotonic() - started >= SETTLE_SECONDS
+    running.stop()
+
+
+def test_restart_runs_a_new_process_and_appends_to_the_log(tmp_path: Path) -> None:
+    pids = tmp_path / "self.pid"
+    running = _running(tmp_path, f'echo $$ > {pids}; echo "caches synced"; exec sleep 60')
+    running.start()
+    first = _pid_in(pids)
+    pids.unlink()
+    running.restart()
+    second = _pid_in(pids)
+    assert first != second and _gone(first) and alive(second) and running.restarts == 1
+    assert running.log.read_text().count("caches synced") == 2
+    running.stop()
+    assert _gone(second)
+
+
+def test_the_watchdog_ends_the_command_when_its_owner_dies(tmp_path: Path) -> None:
+    pids = tmp_path / "cmd.pid"
+    owner = subprocess.Popen(["sleep", "1"])
+    argv = [sys.executable, "-m", "conformance.run.watchdog", "--owner", str(owner.pid), "--grace", "1", "--"]
+    watchdog = subprocess.Popen([*argv, "sh", "-c", f"echo $$ > {pids}; exec sleep 60"])
+    command = _pid_in(pids)
+    owner.wait()
+    assert watchdog.wait(timeout=10) is not None
+    assert _gone(command), "the command's group is ended once its owner is gone"
+
+
+def test_the_watchdog_passes_the_commands_exit_code_on(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance.run.watchdog", "--owner", str(os.getpid()), "--", "sh", "-c", "exit 7"],
+        check=False,
+        timeout=20,
+    )
+    assert done.returncode == 7
+    missing = subprocess.run(
+        [sys.executable, "-m", "conformance.run.watchdog", "--owner", str(os.getpid()), "--", "/nonexistent/ctl"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert missing.returncode == 127 and "cannot start '/nonexistent/ctl'" in missing.stderr
