@@ -428,6 +428,7 @@ def run_command(
     from .run.options import RunOptions
     from .run.orchestration import run as run_suite
 
+    named = click.get_current_context().get_parameter_source("name") is not click.core.ParameterSource.DEFAULT
     source = click.get_current_context().get_parameter_source("implementation")
     if implementation_command is not None and source is click.core.ParameterSource.DEFAULT:
         implementation = "external"  # a command is the implementation under test, never the reference
@@ -437,7 +438,7 @@ def run_command(
         kubeconfig=kubeconfig,
         context=context,
         keep_cluster=keep_cluster,
-        cluster_name=name if keep_cluster else None,  # a kept cluster is reused by name next time
+        cluster_name=name if keep_cluster or named else None,  # a kept cluster is reused by name next time
         implementation=implementation,
         support_file=support_file,
         supported_features=list(supported_features),

@@ -73,10 +73,26 @@ class ExistingProvider(Provider):
         except HarnessError as exc:
             return {"phase": "unreachable", "message": exc.message}
 
+    def context_name(self) -> str | None:
+        """The context the harness uses: ``--context``, else the kubeconfig's current-context
+        (None when the file names none or cannot be read: the caller's name is kept then)."""
+        if self.context:
+            return self.context
+        import yaml
+        from kubernetes.config import list_kube_config_contexts
+        from kubernetes.config.config_exception import ConfigException
+
+        try:
+            _, active = list_kube_config_contexts(config_file=str(self.kubeconfig_path))
+        except (ConfigException, OSError, ValueError, yaml.YAMLError):
+            return None
+        return str(active["name"]) if active and active.get("name") else None
+
     def info(self, name: str) -> ClusterInfo:
+        """The cluster, named by its context (the harness did not name it)."""
         return ClusterInfo(
             provider=self.name,
-            name=name,
+            name=self.context_name() or name,
             kubeconfig=self.kubeconfig_path,
             context=self.context,
             kubernetes_version=self._version(),

@@ -75,8 +75,7 @@ FEATURES: dict[Feature, FeatureInfo] = dict(
         ),
         _info(
             Feature.ADMISSION,
-            "Invalid ModelServings are refused at admission and not stored (the message naming the field is a "
-            "SHOULD).",
+            "Invalid ModelServings are refused at admission and not stored (the message naming the field is a SHOULD).",
             Feature.CORE,
         ),
         _info(

@@ -20,11 +20,16 @@ __all__ = [
     "EXIT_USAGE",
     "PACKAGE_DIR",
     "REFERENCE_SUPPORT",
+    "RunOptionError",
     "RunOptions",
 ]
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the ``conformance`` package
 REFERENCE_SUPPORT = PACKAGE_DIR / "implementations" / "kthena-ref-support.yaml"
+
+
+class RunOptionError(ValueError):
+    """Options that contradict each other, with the options named."""
 
 
 @dataclass
@@ -68,3 +73,18 @@ class RunOptions:
     capabilities: list[Path] = field(default_factory=list)
     fake_devices: bool | None = None
     fake_device_faults: list[str] = field(default_factory=list)
+
+
+def check_cluster_options(options: RunOptions) -> None:
+    """:class:`RunOptionError` when the cluster options cannot mean what they say. Pure."""
+    if options.cluster_name is None:
+        return
+    if options.provider_name == "existing":
+        raise RunOptionError(
+            "--name: the existing provider's cluster is the one --kubeconfig/--context name; leave --name out"
+        )
+    if not options.keep_cluster:
+        raise RunOptionError(
+            f"--name {options.cluster_name}: names a cluster the run keeps and reuses; add --keep-cluster (without "
+            "it a run uses a fresh cluster of its own and removes it afterwards)"
+        )

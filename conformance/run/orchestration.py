@@ -62,7 +62,9 @@ from .options import (
     EXIT_USAGE,
     PACKAGE_DIR,
     REFERENCE_SUPPORT,
+    RunOptionError,
     RunOptions,
+    check_cluster_options,
 )
 from .preflight import preflight
 from .progress import BehaviourCounter, ProgressTail, profile_lines
@@ -118,7 +120,10 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
         selection.check_ids(behaviours)
         timeouts = Timeouts.from_options(options.timeout_scale, options.timeouts)
         launch = _launch(options)
-    except (SupportFileError, SelectionError, TimeoutConfigError, CapabilityFileError, LaunchError) as exc:
+        check_cluster_options(options)
+    except (
+        SupportFileError, SelectionError, TimeoutConfigError, CapabilityFileError, LaunchError, RunOptionError
+    ) as exc:  # fmt: skip
         data["error"] = {"message": str(exc), "hint": "see `kthena-conformance run --help`"}
         result.exit_code = EXIT_USAGE
         return _finish(result, options, started)

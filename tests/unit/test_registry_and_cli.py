@@ -42,6 +42,36 @@ def test_existing_provider_takes_kubeconfig_and_context(tmp_path: Path) -> None:
     assert provider.context == "ctx"  # type: ignore[attr-defined]
 
 
+KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]
+users: [{name: u, user: {token: x}}]
+contexts:
+- {name: staging, context: {cluster: c, user: u}}
+- {name: prod-like, context: {cluster: c, user: u}}
+current-context: staging
+"""
+
+
+@pytest.mark.parametrize(
+    ("content", "context", "expected"),
+    [
+        pytest.param(KUBECONFIG, None, "staging", id="current-context"),
+        pytest.param(KUBECONFIG, "prod-like", "prod-like", id="explicit-context"),
+        pytest.param(KUBECONFIG.replace("current-context: staging\n", ""), None, None, id="no-current-context"),
+        pytest.param("{not: [yaml", None, None, id="unreadable"),
+    ],
+)
+def test_an_existing_cluster_is_named_by_its_context(
+    tmp_path: Path, content: str, context: str | None, expected: str | None
+) -> None:
+    kubeconfig = tmp_path / "kc"
+    kubeconfig.write_text(content)
+    provider = get_provider("existing", kubeconfig=str(kubeconfig), context=context)
+    assert provider.context_name() == expected  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("name", ["nope", "", "Local", "kind ", "minikube"])
 def test_unknown_provider_lists_the_valid_names(name: str) -> None:
     with pytest.raises(HarnessError) as info:

@@ -67,6 +67,13 @@ current-context: c
             "need --implementation-command",
             id="ready-log-without-command",
         ),
+        pytest.param(["--name", "mine"], 2, "--name mine: names a cluster the run keeps", id="name-not-kept"),
+        pytest.param(
+            ["--provider", "existing", "--name", "mine", "--implementation", "external", "--all-features"],
+            2,
+            "the existing provider's cluster is the one --kubeconfig/--context name",
+            id="name-with-existing",
+        ),
         pytest.param(["--timeout", "pods-running=abc"], 2, "--timeout", id="bad-timeout"),
         pytest.param(["--timeout", "nap=3"], 2, "nap", id="unknown-timeout"),
         pytest.param(["--timeout-scale", "0"], 2, "--timeout-scale", id="bad-scale"),
