@@ -83,7 +83,7 @@ class ExistingProvider(Provider):
         from kubernetes.config.config_exception import ConfigException
 
         try:
-            _, active = list_kube_config_contexts(config_file=str(self.kubeconfig_path))
+            _, active = list_kube_config_contexts(config_file=str(self.kubeconfig_path))  # type: ignore[no-untyped-call]
         except (ConfigException, OSError, ValueError, yaml.YAMLError):
             return None
         return str(active["name"]) if active and active.get("name") else None

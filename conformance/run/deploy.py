@@ -14,6 +14,7 @@ from typing import Any
 
 from ..cluster.errors import HarnessError
 from ..cluster.provider import ClusterInfo
+from .launch import Manifest
 
 
 def deploy_reference(info: ClusterInfo, secrets_dir: Path, report_dir: Path, faults: list[str]) -> Any:
@@ -34,12 +35,12 @@ def deploy_reference(info: ClusterInfo, secrets_dir: Path, report_dir: Path, fau
     return controller
 
 
-def apply_manifests(info: ClusterInfo, paths: list[Path], progress: Any) -> None:
-    """Create every object of the YAML files ``paths`` (an implementation's CRDs, RBAC, webhook
-    configuration, ...), in order; one that exists already is kept as it is (said in the
-    progress). Waits until every CRD among them is Established. A file that cannot be read or an
-    object the API server refuses is a :class:`HarnessError` naming the file and the object."""
-    import yaml
+def apply_manifests(info: ClusterInfo, manifests: list[Manifest], installed: set[str], progress: Any) -> None:
+    """Create every object of ``manifests`` (an implementation's CRDs, RBAC, webhook
+    configuration, ...), in order, except the CRDs named in ``installed`` (the cluster created them
+    at start); one that exists already is kept as it is (said in the progress). Waits until every
+    CRD among them is Established. An object the API server refuses is a :class:`HarnessError`
+    naming its file and document."""
     from kubernetes import client, utils
     from kubernetes.client.exceptions import ApiException
 
@@ -48,24 +49,21 @@ def apply_manifests(info: ClusterInfo, paths: list[Path], progress: Any) -> None
 
     api = api_client(info.kubeconfig, info.context)
     crds: list[str] = []
-    for path in paths:
+    for where, doc in manifests:
+        name = doc["metadata"]["name"]
+        if doc["kind"] == "CustomResourceDefinition":
+            crds.append(name)
+            if name in installed:
+                continue
         try:
-            docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
-        except (OSError, yaml.YAMLError) as exc:
-            raise HarnessError(f"--implementation-manifest {path}: cannot read it: {exc}", "give a YAML file") from None
-        for i, doc in enumerate(docs):
-            what = f"{path}: document {i + 1} ({doc.get('kind', '?')} {doc.get('metadata', {}).get('name', '?')})"
-            try:
-                utils.create_from_dict(api, doc)  # type: ignore[no-untyped-call]
-            except utils.FailToCreateError as exc:
-                failures = [e for e in exc.api_exceptions if not (isinstance(e, ApiException) and e.status == 409)]
-                if failures:
-                    raise HarnessError(f"{what}: refused: {failures[0]}", "fix the manifest") from None
-                progress(f"  {what} exists already: kept as it is")
-            except (ValueError, AttributeError, KeyError) as exc:  # no apiVersion/kind, an unknown kind
-                raise HarnessError(f"{what}: cannot be created: {exc}", "give a complete Kubernetes object") from None
-            if doc.get("kind") == "CustomResourceDefinition":
-                crds.append(doc["metadata"]["name"])
+            utils.create_from_dict(api, doc)  # type: ignore[no-untyped-call]
+        except utils.FailToCreateError as exc:
+            failures = [e for e in exc.api_exceptions if not (isinstance(e, ApiException) and e.status == 409)]
+            if failures:
+                raise HarnessError(f"{where}: refused: {failures[0]}", "fix the manifest") from None
+            progress(f"  {where} exists already: kept as it is")
+        except (ValueError, AttributeError, KeyError) as exc:  # an unknown kind, a malformed object
+            raise HarnessError(f"{where}: cannot be created: {exc}", "give a complete Kubernetes object") from None
     ext: Any = client.ApiextensionsV1Api(api)
 
     def established(name: str) -> bool:
@@ -76,15 +74,16 @@ def apply_manifests(info: ClusterInfo, paths: list[Path], progress: Any) -> None
         wait_for(f"CRD {name} Established", functools.partial(established, name), timeout=30)
 
 
-def deploy_command(info: ClusterInfo, launch: Any, manifests: list[Path], report_dir: Path, progress: Any) -> Any:
-    """The implementation as a command: its manifests applied, then started with the cluster's
-    admin kubeconfig and its output in ``REPORT_DIR/implementation.log``, ready (:mod:`.launch`)."""
+def deploy_command(info: ClusterInfo, launch: Any, installed: set[str], report_dir: Path, progress: Any) -> Any:
+    """The implementation as a command: its manifests applied (but the CRDs in ``installed``),
+    then started with the cluster's admin kubeconfig and its output in
+    ``REPORT_DIR/implementation.log``, ready (:mod:`.launch`)."""
     from .launch import RunningCommand
 
     report_dir.mkdir(parents=True, exist_ok=True)
-    if manifests:
-        progress(f"applying {len(manifests)} implementation manifest file(s)")
-        apply_manifests(info, manifests, progress)
+    if launch.manifests:
+        progress(f"applying {len(launch.manifests)} object(s) of the implementation's manifests")
+        apply_manifests(info, list(launch.manifests), installed, progress)
     log = report_dir / "implementation.log"
     log.unlink(missing_ok=True)
     running = RunningCommand(launch, info.kubeconfig, log, owner_pid=os.getpid())

@@ -25,6 +25,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from ..cluster.errors import HarnessError
 
@@ -44,10 +47,18 @@ class Launch:
     ready_log: re.Pattern[str] | None = None
     ready_timeout: float = READY_TIMEOUT
     env: dict[str, str] = field(default_factory=dict)
+    manifests: tuple[Manifest, ...] = ()  # applied before the command starts
 
     @classmethod
-    def parse(cls, command: str, ready_log: str | None = None, ready_timeout: float = READY_TIMEOUT) -> Launch:
-        """From the command line: ``command`` split as a POSIX shell would (quotes), never run by one."""
+    def parse(
+        cls,
+        command: str,
+        ready_log: str | None = None,
+        ready_timeout: float = READY_TIMEOUT,
+        manifests: list[Path] | None = None,
+    ) -> Launch:
+        """From the command line: ``command`` split as a POSIX shell would (quotes), never run by
+        one; ``manifests`` read and checked now, before any cluster exists."""
         try:
             argv = tuple(shlex.split(command))
         except ValueError as exc:
@@ -64,10 +75,44 @@ class Launch:
                 ) from None
         if ready_timeout <= 0:
             raise LaunchError(f"--implementation-ready-timeout: must be above 0, got {ready_timeout:g}")
-        return cls(argv, pattern, ready_timeout)
+        return cls(argv, pattern, ready_timeout, manifests=tuple(read_manifests(manifests or [])))
 
     def describe(self) -> str:
         return shlex.join(self.command)
+
+
+Manifest = tuple[str, dict[str, Any]]  # (where: "<file>: document <n> (<kind> <name>)", the object)
+
+
+def read_manifests(paths: list[Path]) -> list[Manifest]:
+    """Every object of the YAML files ``paths``, in order, each with where it came from;
+    :class:`LaunchError` naming the file (and document) when one cannot be read or is not an
+    object with apiVersion, kind and metadata.name."""
+    out: list[Manifest] = []
+    for path in paths:
+        try:
+            docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+        except (OSError, yaml.YAMLError) as exc:
+            raise LaunchError(f"--implementation-manifest {path}: cannot read it: {exc}") from None
+        for i, doc in enumerate(docs, start=1):
+            meta = doc.get("metadata") if isinstance(doc, dict) else None
+            if (
+                not isinstance(doc, dict)
+                or not doc.get("apiVersion")
+                or not doc.get("kind")
+                or not (isinstance(meta, dict) and meta.get("name"))
+            ):
+                raise LaunchError(
+                    f"--implementation-manifest {path}: document {i} is not a Kubernetes object "
+                    "(apiVersion, kind and metadata.name are required)"
+                )
+            out.append((f"{path}: document {i} ({doc['kind']} {meta['name']})", doc))
+    return out
+
+
+def crds_of(manifests: list[Manifest]) -> list[dict[str, Any]]:
+    """The CustomResourceDefinitions among ``manifests``. Pure."""
+    return [doc for _, doc in manifests if doc.get("kind") == "CustomResourceDefinition"]
 
 
 def environment(kubeconfig: Path, extra: dict[str, str]) -> dict[str, str]:

@@ -53,7 +53,7 @@ from ..cluster.registry import get_provider
 from ..cluster.spec import ClusterSpec
 from .accelerators import AcceleratorPlan, device_pools, fake_device_faults, load_accelerators
 from .deploy import deploy_command, deploy_reference
-from .launch import SETTLE_SECONDS, Launch, LaunchError
+from .launch import SETTLE_SECONDS, Launch, LaunchError, crds_of
 from .options import (
     EXIT_CLUSTER,
     EXIT_INTERRUPTED,
@@ -171,6 +171,8 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
             from ..implementations import reference
 
             spec = spec.model_copy(update={"crds": reference.crds()})
+        elif launch is not None and options.provider_name == "local":  # known to the garbage collector at once
+            spec = spec.model_copy(update={"crds": crds_of(list(launch.manifests))})
         if capabilities and options.provider_name in ("local", "kind"):
             spec = spec.model_copy(update={"node_pools": [*spec.node_pools, *device_pools(capabilities)]})
         with fake_device_faults(options.fake_device_faults):
@@ -187,7 +189,8 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
             if options.reference_faults:
                 data["implementation"]["faults"] = list(options.reference_faults)
         elif launch is not None:
-            controller = deploy_command(info, launch, options.implementation_manifests, report_dir, progress)
+            installed = {crd["metadata"]["name"] for crd in spec.crds}
+            controller = deploy_command(info, launch, installed, report_dir, progress)
             controller_log = controller.log
             data["implementation"]["log"] = str(controller.log)
             if launch.ready_log is None:
@@ -272,7 +275,10 @@ def _launch(options: RunOptions) -> Launch | None:
             "(and declare what it supports)"
         )
     return Launch.parse(
-        options.implementation_command, options.implementation_ready_log, options.implementation_ready_timeout
+        options.implementation_command,
+        options.implementation_ready_log,
+        options.implementation_ready_timeout,
+        options.implementation_manifests,
     )
 
 

@@ -14,7 +14,16 @@ from pathlib import Path
 import pytest
 
 from conformance.cluster.errors import HarnessError
-from conformance.run.launch import SETTLE_SECONDS, Launch, LaunchError, RunningCommand, environment, ready_problem
+from conformance.run.launch import (
+    SETTLE_SECONDS,
+    Launch,
+    LaunchError,
+    RunningCommand,
+    crds_of,
+    environment,
+    read_manifests,
+    ready_problem,
+)
 from conformance.run.watchdog import alive
 
 
@@ -38,6 +47,47 @@ def test_a_command_is_split_as_a_shell_would_and_never_run_by_one() -> None:
     assert launch.command == ("./bin/ctl", "--log", "a b", "--x=$HOME")  # no expansion: no shell
     assert launch.ready_log is not None and launch.ready_log.pattern == "caches synced"
     assert launch.describe() == "./bin/ctl --log 'a b' '--x=$HOME'"
+
+
+CRD = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: things.example.com}\n"
+ROLE = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: ctl}\n"
+
+
+def test_manifests_are_read_in_order_with_where_they_came_from(tmp_path: Path) -> None:
+    first, second = tmp_path / "crds.yaml", tmp_path / "rbac.yaml"
+    first.write_text(f"{CRD}---\n---\n{ROLE}")  # an empty document is skipped
+    second.write_text(ROLE.replace("ctl", "ctl-2"))
+    manifests = read_manifests([first, second])
+    assert [where for where, _ in manifests] == [
+        f"{first}: document 1 (CustomResourceDefinition things.example.com)",
+        f"{first}: document 2 (ClusterRole ctl)",
+        f"{second}: document 1 (ClusterRole ctl-2)",
+    ]
+    assert [c["metadata"]["name"] for c in crds_of(manifests)] == ["things.example.com"]
+    launch = Launch.parse("ctl", manifests=[first])
+    assert len(launch.manifests) == 2
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        pytest.param("{not: [yaml", "cannot read it", id="not-yaml"),
+        pytest.param("- a\n- b\n", "document 1 is not a Kubernetes object", id="a-list"),
+        pytest.param("kind: ClusterRole\nmetadata: {name: x}\n", "document 1 is not a Kubernetes object", id="no-api"),
+        pytest.param(f"{ROLE}---\napiVersion: v1\nkind: Namespace\n", "document 2 is not", id="no-name"),
+    ],
+)
+def test_a_bad_manifest_names_the_file_and_document(tmp_path: Path, content: str, expected: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(content)
+    with pytest.raises(LaunchError, match=re.escape(f"--implementation-manifest {path}: ")) as info:
+        read_manifests([path])
+    assert expected in str(info.value)
+
+
+def test_a_missing_manifest_is_named(tmp_path: Path) -> None:
+    with pytest.raises(LaunchError, match=r"missing\.yaml: cannot read it"):
+        Launch.parse("ctl", manifests=[tmp_path / "missing.yaml"])
 
 
 @pytest.mark.parametrize(
