@@ -102,7 +102,8 @@ FEATURES: dict[Feature, FeatureInfo] = dict(
         ),
         _info(
             Feature.PLUGIN_FRAMEWORK,
-            "Plugins listed in spec.plugins run in order on every Pod and report failures in status.",
+            "Plugins listed in spec.plugins run in order on every Pod; a failing one blocks the Pod and is reported "
+            "(a Warning Event, or a status condition).",
         ),
         _info(
             Feature.PLUGIN_CHAIN_IMMUTABILITY,
