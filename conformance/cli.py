@@ -365,6 +365,13 @@ def binaries_path() -> None:
     help="with --implementation-command: it is ready once a line of its output matches (default: once it has run 3 s)",
 )
 @click.option(
+    "--implementation-webhook",
+    is_flag=True,
+    help="with --implementation-command: make a loopback serving certificate and a free port for its admission "
+    "webhook; {webhook_port}, {webhook_cert}, {webhook_key}, {webhook_ca} in the command and manifests (and "
+    "{webhook_ca_bundle}, base64) are filled in, webhook configurations applied once it is ready",
+)
+@click.option(
     "--implementation-ready-timeout",
     type=click.FloatRange(min=0, min_open=True),
     default=60.0,
@@ -414,6 +421,7 @@ def run_command(
     implementation_manifests: tuple[Path, ...],
     implementation_ready_log: str | None,
     implementation_ready_timeout: float,
+    implementation_webhook: bool,
     capability_files: tuple[Path, ...],
     fake_devices: bool | None,
     fake_device_faults: tuple[str, ...],
@@ -461,6 +469,7 @@ def run_command(
         implementation_manifests=list(implementation_manifests),
         implementation_ready_log=implementation_ready_log,
         implementation_ready_timeout=implementation_ready_timeout,
+        implementation_webhook=implementation_webhook,
         capabilities=list(capability_files),
         fake_devices=fake_devices,
         fake_device_faults=list(fake_device_faults),

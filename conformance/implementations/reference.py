@@ -199,12 +199,10 @@ def webhook_certificates(directory: Path) -> Webhook:
     return Webhook(free_ports(1)[0], pair.cert, pair.key, ca.cert_pem)
 
 
-def register_webhook(info: ClusterInfo, webhook: Webhook) -> None:
-    """Point the API server at the webhook and wait until it answers for ModelServings."""
-    import base64
-
-    api = api_client(info.kubeconfig, info.context)
-    body = {
+def webhook_configuration(base_url: str, ca_bundle: str) -> dict[str, Any]:
+    """The ValidatingWebhookConfiguration of the reference's webhook at ``base_url`` (scheme, host
+    and port), trusting ``ca_bundle`` (base64 PEM). Pure."""
+    return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": WEBHOOK_NAME},
@@ -212,8 +210,8 @@ def register_webhook(info: ClusterInfo, webhook: Webhook) -> None:
             {
                 "name": "validate.modelservings.workload.serving.volcano.sh",
                 "clientConfig": {
-                    "url": f"https://127.0.0.1:{webhook.port}{WEBHOOK_PATH}",
-                    "caBundle": base64.b64encode(webhook.ca_pem).decode(),
+                    "url": f"{base_url}{WEBHOOK_PATH}",
+                    "caBundle": ca_bundle,
                 },
                 "rules": [
                     {
@@ -231,8 +229,8 @@ def register_webhook(info: ClusterInfo, webhook: Webhook) -> None:
             {  # the eviction budget (kthena_ref/deploy/controller.yaml says why Fail and NoneOnDryRun)
                 "name": "eviction-budget.modelservings.workload.serving.volcano.sh",
                 "clientConfig": {
-                    "url": f"https://127.0.0.1:{webhook.port}{EVICTION_PATH}",
-                    "caBundle": base64.b64encode(webhook.ca_pem).decode(),
+                    "url": f"{base_url}{EVICTION_PATH}",
+                    "caBundle": ca_bundle,
                 },
                 "rules": [
                     {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods/eviction"]}
@@ -253,6 +251,14 @@ def register_webhook(info: ClusterInfo, webhook: Webhook) -> None:
             },
         ],
     }
+
+
+def register_webhook(info: ClusterInfo, webhook: Webhook) -> None:
+    """Point the API server at the webhook and wait until it answers for ModelServings."""
+    import base64
+
+    api = api_client(info.kubeconfig, info.context)
+    body = webhook_configuration(f"https://127.0.0.1:{webhook.port}", base64.b64encode(webhook.ca_pem).decode())
     apply(api, body)
 
     def rejected() -> bool:

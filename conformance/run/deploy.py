@@ -14,7 +14,7 @@ from typing import Any
 
 from ..cluster.errors import HarnessError
 from ..cluster.provider import ClusterInfo
-from .launch import Manifest
+from .launch import LoopbackWebhook, Manifest
 
 
 def deploy_reference(info: ClusterInfo, secrets_dir: Path, report_dir: Path, faults: list[str]) -> Any:
@@ -74,19 +74,44 @@ def apply_manifests(info: ClusterInfo, manifests: list[Manifest], installed: set
         wait_for(f"CRD {name} Established", functools.partial(established, name), timeout=30)
 
 
-def deploy_command(info: ClusterInfo, launch: Any, installed: set[str], report_dir: Path, progress: Any) -> Any:
+def loopback_webhook(directory: Path) -> LoopbackWebhook:
+    """A CA, a serving certificate for 127.0.0.1 and localhost, and a free port, in ``directory``
+    (the run's private secrets directory, removed afterwards)."""
+    from ..cluster.local.processes import free_ports
+    from ..cluster.pki import CertificateAuthority
+
+    ca = CertificateAuthority(directory / "implementation-webhook-pki", common_name="conformance-webhook-ca")
+    pair = ca.issue("webhook", common_name="implementation-webhook", hosts=("127.0.0.1", "localhost"), server=True)
+    ca_file = directory / "implementation-webhook-ca.crt"
+    ca_file.write_bytes(ca.cert_pem)
+    return LoopbackWebhook(free_ports(1)[0], pair.cert, pair.key, ca_file, ca.cert_pem)
+
+
+def deploy_command(
+    info: ClusterInfo, launch: Any, installed: set[str], secrets_dir: Path, report_dir: Path, progress: Any
+) -> Any:
     """The implementation as a command: its manifests applied (but the CRDs in ``installed``),
     then started with the cluster's admin kubeconfig and its output in
-    ``REPORT_DIR/implementation.log``, ready (:mod:`.launch`)."""
-    from .launch import RunningCommand
+    ``REPORT_DIR/implementation.log``, ready (:mod:`.launch`); then its webhook configurations.
+    With ``launch.webhook``, the placeholders ({webhook_port}, ...) are filled in everywhere."""
+    from .launch import RunningCommand, is_webhook_configuration, substitute
 
     report_dir.mkdir(parents=True, exist_ok=True)
-    if launch.manifests:
-        progress(f"applying {len(launch.manifests)} object(s) of the implementation's manifests")
-        apply_manifests(info, list(launch.manifests), installed, progress)
+    webhook = loopback_webhook(secrets_dir) if launch.webhook else None
+    values = webhook.values() if webhook else {}
+    manifests = [(where, substitute(doc, values)) for where, doc in launch.manifests]
+    first = [m for m in manifests if not is_webhook_configuration(m[1])]
+    last = [m for m in manifests if is_webhook_configuration(m[1])]
+    if first:
+        progress(f"applying {len(first)} object(s) of the implementation's manifests")
+        apply_manifests(info, first, installed, progress)
     log = report_dir / "implementation.log"
     log.unlink(missing_ok=True)
-    running = RunningCommand(launch, info.kubeconfig, log, owner_pid=os.getpid())
-    progress(f"starting the implementation: {launch.describe()} (output: {log})")
+    running = RunningCommand(launch, info.kubeconfig, log, owner_pid=os.getpid(), webhook=webhook)
+    where = f", its webhook on https://127.0.0.1:{webhook.port}" if webhook else ""
+    progress(f"starting the implementation: {launch.describe()} (output: {log}{where})")
     running.start()
+    if last:  # only now: with failurePolicy Fail, a configuration without its server refuses everything
+        progress(f"registering {len(last)} webhook configuration(s) of the implementation")
+        apply_manifests(info, last, installed, progress)
     return running

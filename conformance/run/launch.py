@@ -16,6 +16,7 @@ instead and says so in the report; preflight then checks what the suite needs.
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import shlex
@@ -47,7 +48,8 @@ class Launch:
     ready_log: re.Pattern[str] | None = None
     ready_timeout: float = READY_TIMEOUT
     env: dict[str, str] = field(default_factory=dict)
-    manifests: tuple[Manifest, ...] = ()  # applied before the command starts
+    manifests: tuple[Manifest, ...] = ()  # applied before the command starts (webhook configurations: once ready)
+    webhook: bool = False  # the harness makes a loopback certificate and port for the command's webhook
 
     @classmethod
     def parse(
@@ -56,6 +58,7 @@ class Launch:
         ready_log: str | None = None,
         ready_timeout: float = READY_TIMEOUT,
         manifests: list[Path] | None = None,
+        webhook: bool = False,
     ) -> Launch:
         """From the command line: ``command`` split as a POSIX shell would (quotes), never run by
         one; ``manifests`` read and checked now, before any cluster exists."""
@@ -75,7 +78,16 @@ class Launch:
                 ) from None
         if ready_timeout <= 0:
             raise LaunchError(f"--implementation-ready-timeout: must be above 0, got {ready_timeout:g}")
-        return cls(argv, pattern, ready_timeout, manifests=tuple(read_manifests(manifests or [])))
+        read = tuple(read_manifests(manifests or []))
+        if not webhook:
+            used = [f"{{{p}}}" for p in PLACEHOLDERS if any(f"{{{p}}}" in a for a in argv) or any(
+                f"{{{p}}}" in yaml.safe_dump(doc) for _, doc in read)]  # fmt: skip
+            if used:
+                raise LaunchError(
+                    f"--implementation-command/--implementation-manifest use {', '.join(used)}: add "
+                    "--implementation-webhook for the harness to make the webhook's port and certificate"
+                )
+        return cls(argv, pattern, ready_timeout, manifests=read, webhook=webhook)
 
     def describe(self) -> str:
         return shlex.join(self.command)
@@ -115,6 +127,53 @@ def crds_of(manifests: list[Manifest]) -> list[dict[str, Any]]:
     return [doc for _, doc in manifests if doc.get("kind") == "CustomResourceDefinition"]
 
 
+WEBHOOK_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+PLACEHOLDERS = ("webhook_port", "webhook_cert", "webhook_key", "webhook_ca", "webhook_ca_bundle")
+
+
+@dataclass(frozen=True)
+class LoopbackWebhook:
+    """What the harness made for a webhook the command serves on loopback: a free port, a serving
+    certificate for 127.0.0.1 and localhost, and the CA the API server is told to trust."""
+
+    port: int
+    cert: Path
+    key: Path
+    ca: Path
+    ca_pem: bytes
+
+    def values(self) -> dict[str, str]:
+        """Each placeholder's value (``{webhook_ca_bundle}``: the CA, base64, as caBundle wants it)."""
+        return {
+            "webhook_port": str(self.port),
+            "webhook_cert": str(self.cert),
+            "webhook_key": str(self.key),
+            "webhook_ca": str(self.ca),
+            "webhook_ca_bundle": base64.b64encode(self.ca_pem).decode(),
+        }
+
+    def env(self) -> dict[str, str]:
+        return {f"KTHENA_CONFORMANCE_{k.upper()}": v for k, v in self.values().items() if k != "webhook_ca_bundle"}
+
+
+def substitute(value: Any, values: dict[str, str]) -> Any:
+    """``value`` (a string, or lists and mappings of them) with every ``{name}`` of ``values``
+    replaced; other braces are left alone (no str.format: a JSON argument must survive). Pure."""
+    if isinstance(value, str):
+        for name, replacement in values.items():
+            value = value.replace("{" + name + "}", replacement)
+        return value
+    if isinstance(value, list):
+        return [substitute(v, values) for v in value]
+    if isinstance(value, dict):
+        return {k: substitute(v, values) for k, v in value.items()}
+    return value
+
+
+def is_webhook_configuration(doc: dict[str, Any]) -> bool:
+    return doc.get("kind") in WEBHOOK_KINDS
+
+
 def environment(kubeconfig: Path, extra: dict[str, str]) -> dict[str, str]:
     """The command's environment: the runner's, ``KUBECONFIG`` set to the cluster's, then ``extra``. Pure."""
     return {**os.environ, "KUBECONFIG": str(kubeconfig), "PYTHONUNBUFFERED": "1", **extra}
@@ -136,20 +195,25 @@ class RunningCommand:
     kubeconfig: Path
     log: Path
     owner_pid: int
+    webhook: LoopbackWebhook | None = None
     process: subprocess.Popen[bytes] | None = None
     restarts: int = 0
+
+    def argv(self) -> list[str]:
+        """The command, its webhook placeholders filled in."""
+        values = self.webhook.values() if self.webhook else {}
+        return [substitute(arg, values) for arg in self.launch.command]
 
     def start(self) -> None:
         """Start the command under the watchdog and wait until it is ready (:class:`HarnessError`
         naming the log if it exits or is not ready in time)."""
         offset = self.log.stat().st_size if self.log.exists() else 0
-        argv = [sys.executable, "-m", "conformance.run.watchdog", "--owner", str(self.owner_pid), "--",
-                *self.launch.command]  # fmt: skip
+        argv = [sys.executable, "-m", "conformance.run.watchdog", "--owner", str(self.owner_pid), "--", *self.argv()]
+        env = environment(self.kubeconfig, {**self.launch.env, **(self.webhook.env() if self.webhook else {})})
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                env=environment(self.kubeconfig, self.launch.env),
-            )  # fmt: skip
+                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env
+            )
         started = time.monotonic()
         deadline = started + self.launch.ready_timeout
         problem: str | None = "not started"

@@ -65,6 +65,7 @@ class RunOptions:
     implementation_manifests: list[Path] = field(default_factory=list)
     implementation_ready_log: str | None = None
     implementation_ready_timeout: float = 60.0
+    implementation_webhook: bool = False  # make a loopback certificate and port for its webhook
     pytest_args: list[str] = field(default_factory=list)
     # Accelerators: capability files of the DRA drivers to certify; fake_devices True adds the fake
     # drivers' shipped files, False never does, None (default) uses them on the embedded cluster

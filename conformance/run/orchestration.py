@@ -190,7 +190,7 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
                 data["implementation"]["faults"] = list(options.reference_faults)
         elif launch is not None:
             installed = {crd["metadata"]["name"] for crd in spec.crds}
-            controller = deploy_command(info, launch, installed, report_dir, progress)
+            controller = deploy_command(info, launch, installed, Path(secrets_dir.name), report_dir, progress)
             controller_log = controller.log
             data["implementation"]["log"] = str(controller.log)
             if launch.ready_log is None:
@@ -266,8 +266,11 @@ def _in_pass(b: Any, pass_name: str) -> bool:
 def _launch(options: RunOptions) -> Launch | None:
     """The implementation command to start, checked; None when the harness starts none."""
     if options.implementation_command is None:
-        if options.implementation_manifests or options.implementation_ready_log:
-            raise LaunchError("--implementation-manifest and --implementation-ready-log need --implementation-command")
+        if options.implementation_manifests or options.implementation_ready_log or options.implementation_webhook:
+            raise LaunchError(
+                "--implementation-manifest, --implementation-ready-log and --implementation-webhook need "
+                "--implementation-command"
+            )
         return None
     if options.implementation == "reference":
         raise LaunchError(
@@ -279,6 +282,7 @@ def _launch(options: RunOptions) -> Launch | None:
         options.implementation_ready_log,
         options.implementation_ready_timeout,
         options.implementation_manifests,
+        options.implementation_webhook,
     )
 
 

@@ -67,6 +67,12 @@ current-context: c
             "need --implementation-command",
             id="ready-log-without-command",
         ),
+        pytest.param(
+            ["--implementation-webhook", "--implementation", "external", "--all-features"],
+            2,
+            "--implementation-webhook need --implementation-command",
+            id="webhook-without-command",
+        ),
         pytest.param(["--name", "mine"], 2, "--name mine: names a cluster the run keeps", id="name-not-kept"),
         pytest.param(
             ["--provider", "existing", "--name", "mine", "--implementation", "external", "--all-features"],

@@ -18,11 +18,14 @@ from conformance.run.launch import (
     SETTLE_SECONDS,
     Launch,
     LaunchError,
+    LoopbackWebhook,
     RunningCommand,
     crds_of,
     environment,
+    is_webhook_configuration,
     read_manifests,
     ready_problem,
+    substitute,
 )
 from conformance.run.watchdog import alive
 
@@ -216,3 +219,49 @@ def test_the_watchdog_passes_the_commands_exit_code_on(tmp_path: Path) -> None:
         timeout=20,
     )
     assert missing.returncode == 127 and "cannot start '/nonexistent/ctl'" in missing.stderr
+
+
+WEBHOOK = LoopbackWebhook(9443, Path("/s/tls.crt"), Path("/s/tls.key"), Path("/s/ca.crt"), b"PEM")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param("--port={webhook_port}", "--port=9443", id="arg"),
+        pytest.param('{"json": {webhook_port}}', '{"json": 9443}', id="json-braces-kept"),
+        pytest.param("{webhook_portal}", "{webhook_portal}", id="not-a-placeholder"),
+        pytest.param(
+            {"clientConfig": {"url": "https://127.0.0.1:{webhook_port}/v", "caBundle": "{webhook_ca_bundle}"}},
+            {"clientConfig": {"url": "https://127.0.0.1:9443/v", "caBundle": "UEVN"}},
+            id="webhook-configuration",
+        ),
+        pytest.param(["{webhook_cert}", 3, None], ["/s/tls.crt", 3, None], id="list"),
+    ],
+)
+def test_substitute_fills_only_the_known_placeholders(value: object, expected: object) -> None:
+    assert substitute(value, WEBHOOK.values()) == expected
+
+
+def test_the_webhook_reaches_the_command_as_arguments_and_environment(tmp_path: Path) -> None:
+    launch = Launch.parse("ctl --webhook-port {webhook_port} --cert={webhook_cert}", webhook=True)
+    running = RunningCommand(launch, tmp_path / "kc", tmp_path / "log", owner_pid=os.getpid(), webhook=WEBHOOK)
+    assert running.argv() == ["ctl", "--webhook-port", "9443", "--cert=/s/tls.crt"]
+    assert WEBHOOK.env() == {
+        "KTHENA_CONFORMANCE_WEBHOOK_PORT": "9443",
+        "KTHENA_CONFORMANCE_WEBHOOK_CERT": "/s/tls.crt",
+        "KTHENA_CONFORMANCE_WEBHOOK_KEY": "/s/tls.key",
+        "KTHENA_CONFORMANCE_WEBHOOK_CA": "/s/ca.crt",
+    }
+
+
+def test_a_placeholder_without_implementation_webhook_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(LaunchError, match=r"use \{webhook_port\}: add --implementation-webhook"):
+        Launch.parse("ctl --webhook-port {webhook_port}")
+    config = tmp_path / "webhook.yaml"
+    config.write_text(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n"
+        "metadata: {name: w}\nwebhooks: [{name: a.b.c, clientConfig: {caBundle: '{webhook_ca_bundle}'}}]\n"
+    )
+    with pytest.raises(LaunchError, match=r"use \{webhook_ca_bundle\}"):
+        Launch.parse("ctl", manifests=[config])
+    assert is_webhook_configuration(Launch.parse("ctl", manifests=[config], webhook=True).manifests[0][1])
