@@ -22,11 +22,12 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 from .support import PodLabels
 from .timeouts import Timeouts
-from .waits import wait_for
+from .waits import WaitTimeout, wait_for
 
 GROUP, VERSION, PLURAL, KIND = "workload.serving.volcano.sh", "v1alpha1", "modelservings", "ModelServing"
 ROLE_LABEL = "conformance.kthena.io/role"
@@ -152,6 +153,20 @@ def running_ready(pod: Any) -> bool:
     if pod.metadata.deletion_timestamp or not pod.status or pod.status.phase != "Running":
         return False
     return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+
+
+def pods_in_words(namespace: str, name: str, pods: list[Any]) -> str:
+    """What ``pods`` (a ModelServing's) are, for a failure message. Pure."""
+    if not pods:
+        return f"no Pod with a controller ownerReference to ModelServing {namespace}/{name} exists"
+
+    def state(pod: Any) -> str:
+        if pod.metadata.deletion_timestamp:
+            return "deleting"
+        phase = pod.status.phase if pod.status and pod.status.phase else "no phase yet"
+        return f"{phase}, {'Ready' if running_ready(pod) else 'not Ready'}"
+
+    return f"{len(pods)} Pod(s): " + ", ".join(f"{p.metadata.name} ({state(p)})" for p in pods)
 
 
 def member(pod: Any) -> str:
@@ -337,18 +352,43 @@ class ModelServings:
 
     # -- waits (each named after a documented timeout) ------------------------------------------
 
-    def wait(self, wait: str, what: str, probe: Callable[[], T], until: Callable[[T], bool] = bool) -> T:
-        return wait_for(what, probe, until=until, timeout=self.timeouts.seconds(wait), interval=0.2)
+    def wait(
+        self,
+        wait: str,
+        what: str,
+        probe: Callable[[], T],
+        until: Callable[[T], bool] = bool,
+        describe: Callable[[T], str] | None = None,
+    ) -> T:
+        return wait_for(what, probe, until=until, timeout=self.timeouts.seconds(wait), interval=0.2, describe=describe)
 
     def wait_pods(self, name: str, count: int, *, ready: bool = True, wait: str = "pods-running") -> list[Any]:
-        """Exactly ``count`` live Pods (all Running and Ready unless ``ready`` is False)."""
+        """Exactly ``count`` live Pods (all Running and Ready unless ``ready`` is False). On timeout
+        the message says in words what there was (no Pod at all, or each Pod's state) and quotes
+        the ModelServing's Warning Events, where an implementation reports why it created nothing."""
 
         def settled(pods: list[Any]) -> bool:
             live = [p for p in pods if not p.metadata.deletion_timestamp]
             return len(pods) == count and len(live) == count and (not ready or all(running_ready(p) for p in live))
 
-        return self.wait(wait, f"{count} Pods of {self.ns}/{name}{' Running and Ready' if ready else ''}",
-                         lambda: self.pods(name), settled)  # fmt: skip
+        what = f"{count} Pods of {self.ns}/{name}{' Running and Ready' if ready else ''}"
+        words = partial(pods_in_words, self.ns, name)
+        try:
+            return self.wait(wait, what, lambda: self.pods(name), settled, describe=words)
+        except WaitTimeout as exc:
+            raise WaitTimeout(f"{exc}{self._warnings(name)}") from None
+
+    def _warnings(self, name: str) -> str:
+        """``; Warning Events of ns/name: reason: message, ...`` (empty when there are none or
+        they cannot be read): what an implementation says about a ModelServing it did not act on."""
+        try:
+            warnings = [e for e in self.events(name) if e.type == "Warning"]
+        except Exception:  # the message must not hide the timeout behind an API error
+            return ""
+        if not warnings:
+            return f"; no Warning Event about {self.ns}/{name}"
+        shown = ", ".join(f"{e.reason}: {e.message}" for e in warnings[-3:])
+        return f"; Warning Events of {self.ns}/{name}: {shown}"
 
     def status_summary(self, name: str) -> dict[str, Any]:
         """status without conditions, plus ``metadata.generation`` and ``spec.replicas``: what

@@ -25,11 +25,12 @@ def wait_for(
     until: Callable[[T], bool] = bool,
     timeout: float = 30.0,
     interval: float = 0.1,
+    describe: Callable[[T], str] | None = None,
 ) -> T:
     """Call ``probe`` until ``until(result)`` holds; return that result.
 
     Exceptions from ``probe`` count as "not yet" (the object may not exist yet); the last one is
-    reported if the deadline passes.
+    reported if the deadline passes, the last result in words when ``describe`` says how.
     """
     deadline = time.monotonic() + timeout
     last: object = "<never observed>"
@@ -41,7 +42,7 @@ def wait_for(
         else:
             if until(value):
                 return value
-            last = value
+            last = describe(value) if describe is not None else value
         if time.monotonic() >= deadline:
             raise WaitTimeout(f"waited {timeout:g}s for {what}; last seen: {_short(last)}")
         time.sleep(interval)

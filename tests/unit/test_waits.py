@@ -128,3 +128,10 @@ def test_base_exceptions_are_not_swallowed() -> None:
 
     with pytest.raises(KeyboardInterrupt):
         wait_for("x", probe, timeout=0.05, interval=0.005)
+
+
+def test_a_timeout_describes_the_last_value_in_words_when_told_how() -> None:
+    with pytest.raises(WaitTimeout) as info:
+        wait_for("3 Pods", sequence([]), until=lambda _: False, timeout=0.05, interval=0.005,
+                 describe=lambda pods: "no Pod exists" if not pods else f"{len(pods)} Pods")  # fmt: skip
+    assert str(info.value).endswith("last seen: no Pod exists")

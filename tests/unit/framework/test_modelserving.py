@@ -20,6 +20,7 @@ from conformance.framework.modelserving import (
     counters,
     expect_refused,
     names_field,
+    pods_in_words,
 )
 from conformance.framework.timeouts import Timeouts
 
@@ -170,3 +171,78 @@ def test_refused_patch_requires_the_spec_unchanged() -> None:
 def test_eviction_answers(status: int, allowed: bool, refused: bool, too_many: bool) -> None:
     answer = EvictionAnswer("p", status, "")
     assert (answer.allowed, answer.refused, answer.too_many_requests) == (allowed, refused, too_many)
+
+
+def _pod(name: str, phase: str | None, ready: bool = False, deleting: bool = False) -> Any:
+    from kubernetes import client
+
+    return client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name, deletion_timestamp="2026-01-01T00:00:00Z" if deleting else None),
+        status=client.V1PodStatus(
+            phase=phase, conditions=[client.V1PodCondition(type="Ready", status="True" if ready else "False")]
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("pods", "expected"),
+    [
+        pytest.param([], "no Pod with a controller ownerReference to ModelServing ns/ms exists", id="none"),
+        pytest.param(
+            [_pod("ms-0-a-0-0", "Running", ready=True), _pod("ms-0-a-0-1", "Pending"), _pod("x", None)],
+            "3 Pod(s): ms-0-a-0-0 (Running, Ready), ms-0-a-0-1 (Pending, not Ready), x (no phase yet, not Ready)",
+            id="states",
+        ),
+        pytest.param([_pod("gone", "Running", ready=True, deleting=True)], "1 Pod(s): gone (deleting)", id="deleting"),
+    ],
+)
+def test_pods_in_words(pods: list[Any], expected: str) -> None:
+    assert pods_in_words("ns", "ms", pods) == expected
+
+
+class _Kube:
+    """``kube`` whose namespace holds one ModelServing-less world: no Pods, the given Events."""
+
+    def __init__(self, events: list[Any]) -> None:
+        from types import SimpleNamespace
+
+        self.core = SimpleNamespace(
+            list_namespaced_pod=lambda ns: SimpleNamespace(items=[]),
+            list_namespaced_event=lambda ns: SimpleNamespace(items=events),
+        )
+
+
+def _event(kind: str, type_: str, reason: str, message: str) -> Any:
+    from kubernetes import client
+
+    return client.CoreV1Event(
+        metadata=client.V1ObjectMeta(name="e"), involved_object=client.V1ObjectReference(kind=kind, name="ms"),
+        type=type_, reason=reason, message=message,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("events", "expected"),
+    [
+        pytest.param([], "; no Warning Event about ns/ms", id="no-events"),
+        pytest.param(
+            [
+                _event("ModelServing", "Warning", "PluginError", "plugin x: bad config"),
+                _event("ModelServing", "Normal", "Created", "fine"),
+                _event("Pod", "Warning", "Other", "not ours"),
+            ],
+            "; Warning Events of ns/ms: PluginError: plugin x: bad config",
+            id="warnings-quoted",
+        ),
+    ],
+)
+def test_a_pod_wait_that_times_out_says_what_there_was_and_what_the_implementation_reported(
+    events: list[Any], expected: str
+) -> None:
+    ms = ModelServings(_Kube(events), "ns", Timeouts.from_options("0.001", []), "run", None)
+    ms.get = lambda name: {"metadata": {"uid": "u"}}  # type: ignore[method-assign]
+    with pytest.raises(AssertionError) as info:
+        ms.wait_pods("ms", 2)
+    message = str(info.value)
+    assert "no Pod with a controller ownerReference to ModelServing ns/ms exists" in message
+    assert message.endswith(expected)
