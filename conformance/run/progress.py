@@ -11,13 +11,15 @@ formatting and the reading are pure or file-only, so they are unit-tested withou
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 # Outcomes that need no explanation on the terminal; any other prints its message's first line.
 QUIET_OUTCOMES = frozenset({"passed"})
 MESSAGE_WIDTH = 200
+ETA_AFTER = 5  # behaviours finished before the line estimates the time left
 
 
 NOT_ASKED = "not selected (--profile)"
@@ -41,16 +43,27 @@ def profile_lines(running: Sequence[str], all_profiles: Sequence[str], left_out:
     return lines
 
 
-def behaviour_line(event: Mapping[str, Any], done: int, total: int) -> str:
+def eta_text(elapsed: float, done: int, total: int) -> str:
+    """``, ~4m left`` from the average pace so far (nothing before 5 behaviours, or when none are
+    left): a rough guide, since slow behaviours run first. Pure."""
+    left = total - done
+    if done < ETA_AFTER or left <= 0:
+        return ""
+    seconds = elapsed / done * left
+    return f", ~{int(seconds // 60)}m left" if seconds >= 60 else f", ~{max(1, int(seconds))}s left"
+
+
+def behaviour_line(event: Mapping[str, Any], done: int, total: int, eta: str = "") -> str:
     """``[37/91] dns/services/recreated passed 3.1s``, plus the message's first line when the
-    outcome is not a pass. ``done`` counts over the whole run, ``total`` is what it selected."""
+    outcome is not a pass. ``done`` counts over the whole run, ``total`` is what it selected;
+    ``eta`` (:func:`eta_text`) goes inside the brackets."""
     width = len(str(total))
     outcome = str(event.get("outcome", "?"))
     try:
         duration = f"{float(event.get('duration', 0.0)):.1f}s"
     except (TypeError, ValueError):
         duration = "?s"
-    line = f"[{done:>{width}}/{total}] {event.get('id', '?')} {outcome} {duration}"
+    line = f"[{done:>{width}}/{total}{eta}] {event.get('id', '?')} {outcome} {duration}"
     message = str(event.get("message") or "").strip()
     if outcome not in QUIET_OUTCOMES and message:
         first = message.splitlines()[0]
@@ -98,13 +111,17 @@ class ProgressTail:
 class BehaviourCounter:
     """Numbers the finished behaviours over the whole run (both passes) against the selection."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.total = total
         self.done = 0
+        self._clock = clock
+        self._started = clock()
 
     def lines(self, events: Sequence[Mapping[str, Any]]) -> list[str]:
         out = []
         for event in events:
             self.done += 1
-            out.append(behaviour_line(event, self.done, max(self.total, self.done)))
+            total = max(self.total, self.done)
+            eta = eta_text(self._clock() - self._started, self.done, total)
+            out.append(behaviour_line(event, self.done, total, eta))
         return out

@@ -19,6 +19,7 @@ from conformance.run.progress import (
     BehaviourCounter,
     ProgressTail,
     behaviour_line,
+    eta_text,
     parse_events,
     profile_lines,
 )
@@ -118,6 +119,31 @@ def test_the_counter_numbers_over_the_whole_run() -> None:
     second = counter.lines([{"id": "b", "outcome": "passed", "duration": 1}, {"id": "c", "outcome": "passed"}])
     assert [line.split()[0] for line in first + second] == ["[1/3]", "[2/3]", "[3/3]"]
     assert counter.lines([{"id": "d", "outcome": "passed"}])[0].startswith("[4/4]")  # never [4/3]
+
+
+@pytest.mark.parametrize(
+    ("elapsed", "done", "total", "expected"),
+    [
+        pytest.param(10.0, 4, 100, "", id="too-early"),
+        pytest.param(10.0, 5, 5, "", id="none-left"),
+        pytest.param(10.0, 5, 10, ", ~10s left", id="seconds"),
+        pytest.param(60.0, 10, 30, ", ~2m left", id="minutes"),
+        pytest.param(0.01, 10, 11, ", ~1s left", id="at-least-a-second"),
+    ],
+)
+def test_eta_text(elapsed: float, done: int, total: int, expected: str) -> None:
+    assert eta_text(elapsed, done, total) == expected
+
+
+def test_the_counter_estimates_the_time_left_from_its_pace() -> None:
+    now = [0.0]
+    counter = BehaviourCounter(10, clock=lambda: now[0])
+    lines = []
+    for i in range(6):
+        now[0] += 4.0
+        lines += counter.lines([{"id": f"t{i}", "outcome": "passed", "duration": 4}])
+    assert lines[3].startswith("[ 4/10] t3")
+    assert lines[4].startswith("[ 5/10, ~20s left] t4") and lines[5].startswith("[ 6/10, ~16s left] t5")
 
 
 FAKE_PASS = """
