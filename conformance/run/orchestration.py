@@ -201,6 +201,10 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
         progress("running preflight checks")
         checks = preflight(info)
         data["preflight"] = [c.as_dict() for c in checks]
+        missing_fields = next((c.detail for c in checks if c.name == "crd-documented-fields" and c.detail), None)
+        if missing_fields:
+            data["cluster"]["crdMissingFields"] = list(missing_fields)
+            progress(next(c.message for c in checks if c.name == "crd-documented-fields"))
         if not all(c.ok or not c.required for c in checks):
             missing = ", ".join(c.name for c in checks if not c.ok and c.required)
             data["error"] = {"message": f"preflight failed: {missing}", "hint": "see the preflight section"}
@@ -435,6 +439,7 @@ def _assemble(
 ) -> None:
     """Every selected profile's behaviours, as run or as the reason they were not (with a
     ``shard``, the behaviours ``owners`` gives other shards are skipped-by-user)."""
+    from ..framework.documented_fields import blame
     from ..framework.features import PROFILES
     from ..framework.outcomes import Outcome, TestResult, Verdict, overall_verdict, profile_verdict
     from ..framework.shard import other_shard_ids, own_verdict
@@ -455,6 +460,8 @@ def _assemble(
             for bid, text in sorted(payload["warnings"].items()):
                 data["accelerators"]["warnings"].append(f"{bid}: {text}")
     interrupted = bool(data["run"].get("interrupted"))
+    missing = list(data.get("cluster", {}).get("crdMissingFields", []))
+    failed = {Outcome.NON_CONFORMANT, Outcome.ERROR, Outcome.WARNING}
     profiles = [p for p in PROFILES.values() if not selection.profiles or p.name in selection.profiles]
     wanted = {f for p in profiles for f in p.features}
     tests: list[TestResult] = []
@@ -480,6 +487,9 @@ def _assemble(
                     else "not run: its pass did not report it"
                 )
             found = TestResult(b.id, "", b.feature, outcome, 0.0, message, b.statement, b.spec, level=b.level)
+        prefix = blame(b.features, missing) if found.outcome in failed else ""
+        if prefix and not found.message.startswith(prefix):
+            found.message = prefix + found.message
         tests.append(found)
     data["tests"] = [t.as_dict() for t in tests]
     results = [profile_verdict(p, [t for t in tests if t.feature in p.features], support) for p in profiles]

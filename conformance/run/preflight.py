@@ -26,6 +26,7 @@ class Check:
     ok: bool
     message: str
     required: bool = True  # informational checks report "skipped" instead of blocking the run
+    detail: tuple[str, ...] = ()  # what the check found, for the run (crd-documented-fields: the missing paths)
 
     def as_dict(self) -> dict[str, Any]:
         result = "ok" if self.ok else "missing" if self.required else "skipped"
@@ -85,6 +86,8 @@ def preflight(info: ClusterInfo, *, webhook: bool = True) -> list[Check]:
         subresources = next((v.subresources for v in crd.spec.versions if v.name == "v1alpha1"), None)
         has = [n for n in ("status", "scale") if subresources is not None and getattr(subresources, n) is not None]
         checks += subresource_checks(has)
+        schema = next((v.schema for v in crd.spec.versions if v.name == "v1alpha1"), None)
+        checks.append(documented_fields_check(api.sanitize_for_serialization(schema) if schema else None))
     if webhook and "v1alpha1" in served:
         checks.append(webhook_check(api))
     checks.append(_scheduler_check(api))
@@ -102,6 +105,18 @@ def preflight(info: ClusterInfo, *, webhook: bool = True) -> list[Check]:
         else:
             checks.append(_garbage_collection_check(api))
     return checks
+
+
+def documented_fields_check(schema: dict[str, Any] | None) -> Check:
+    """Does the served v1alpha1 schema keep every field the spec documents? Informational: a
+    missing field fails the behaviours that need it, each pointed at this finding. Pure."""
+    from ..framework.documented_fields import finding, missing_fields
+
+    open_api = (schema or {}).get("openAPIV3Schema")
+    if not isinstance(open_api, dict):
+        return Check("crd-documented-fields", False, "the CRD serves v1alpha1 without a schema", required=False)
+    missing = missing_fields(open_api)
+    return Check("crd-documented-fields", not missing, finding(missing), required=False, detail=tuple(missing))
 
 
 def subresource_checks(served: list[str]) -> list[Check]:

@@ -63,3 +63,27 @@ def test_a_run_with_a_warning_writes_a_report_that_verifies(tmp_path: Path) -> N
     assert (tmp_path / "index.html").is_file()
     for path in paths:
         assert report.verify(path, digest=catalog.suite_digest(), catalog=behaviours) == []
+
+
+def test_failed_behaviours_of_a_feature_whose_field_the_crd_lacks_point_at_the_finding() -> None:
+    """The preflight found maxSurge missing: a failed MaxSurge behaviour's message starts with
+    that cause, a failed behaviour of another feature and a passed MaxSurge one are left alone."""
+    from conformance.framework.features import Feature
+
+    behaviours = catalog.collect()
+    support = load_support(REFERENCE_SUPPORT)
+    surge = [b for b in behaviours if Feature.MAX_SURGE in b.features][:2]
+    other = next(b for b in behaviours if b.profile.name == "Rollout" and Feature.MAX_SURGE not in b.features)
+    outcomes = {surge[0].id: Outcome.NON_CONFORMANT, surge[1].id: Outcome.PASSED, other.id: Outcome.NON_CONFORMANT}
+    results = [
+        TestResult(b.id, f"n::{b.id}", b.feature, outcomes[b.id], 0.1, "saw 4 Pods", level=b.level).as_dict()
+        for b in [*surge, other]
+    ]
+    missing = "spec.rolloutStrategy.rollingUpdateConfiguration.maxSurge"
+    data: dict[str, Any] = {"run": {}, "notes": [], "cluster": {"crdMissingFields": [missing]}}
+    selection = Selection.parse(["Rollout"], [], [b.id for b in [*surge, other]], include_slow=True)
+    _assemble(data, [{"pass": "parallel", "results": results}], behaviours, selection, support, RunResult(data))
+    messages = {t["id"]: t["message"] for t in data["tests"]}
+    assert messages[surge[0].id] == f"the installed CRD lacks {missing} (preflight crd-documented-fields), so this " \
+        "cannot pass: saw 4 Pods"  # fmt: skip
+    assert messages[surge[1].id] == "saw 4 Pods" and messages[other.id] == "saw 4 Pods"
