@@ -63,6 +63,11 @@ def crds(*, podgroup_crd: bool = True) -> list[dict[str, Any]]:
     return _manifests("crd", *(["podgroup-crd"] if podgroup_crd else []))
 
 
+def podgroup_crd() -> list[dict[str, Any]]:
+    """The minimal Volcano PodGroup CRD the reference ships (the GangScheduling prerequisite)."""
+    return _manifests("podgroup-crd")
+
+
 def apply(api: Any, doc: dict[str, Any]) -> None:
     """Create ``doc`` or replace it, for the cluster-scoped kinds the harness installs.
 

@@ -67,6 +67,7 @@ from .options import (
     check_cluster_options,
 )
 from .preflight import preflight
+from .prerequisites import installable
 from .progress import BehaviourCounter, ProgressTail, profile_lines
 from .restarts import RestartService
 
@@ -171,8 +172,13 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
             from ..implementations import reference
 
             spec = spec.model_copy(update={"crds": reference.crds()})
-        elif launch is not None and options.provider_name == "local":  # known to the garbage collector at once
-            spec = spec.model_copy(update={"crds": crds_of(list(launch.manifests))})
+        elif options.provider_name == "local":  # created before the garbage collector starts: known at once
+            own = crds_of(list(launch.manifests)) if launch is not None else []
+            needed = [d for d in installable(selection.profiles) if d["metadata"]["name"] not in
+                      {c["metadata"]["name"] for c in own}]  # fmt: skip
+            spec = spec.model_copy(update={"crds": [*own, *needed]})
+            if needed:
+                progress(f"installing the prerequisites of the selected profiles: {_names(needed)}")
         if capabilities and options.provider_name in ("local", "kind"):
             spec = spec.model_copy(update={"node_pools": [*spec.node_pools, *device_pools(capabilities)]})
         with fake_device_faults(options.fake_device_faults):
@@ -288,6 +294,10 @@ def _launch(options: RunOptions) -> Launch | None:
         options.implementation_manifests,
         options.implementation_webhook,
     )
+
+
+def _names(docs: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{d['kind']} {d['metadata']['name']}" for d in docs)
 
 
 def _deployed_by(options: RunOptions) -> str:
