@@ -22,23 +22,15 @@ import sys
 import time
 from types import FrameType
 
+from ..cluster.local.processes import pid_alive
+
 POLL_SECONDS = 0.5
 GRACE_SECONDS = 10.0  # SIGTERM first: a controller may want to release a Lease or flush a log
 
 
 def alive(pid: int) -> bool:
-    """Whether process ``pid`` exists (and is not a zombie we could see)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return True
+    """Whether process ``pid`` runs (a zombie counts as gone)."""
+    return pid_alive(pid)
 
 
 def end_group(proc: subprocess.Popen[bytes], grace: float = GRACE_SECONDS) -> int:

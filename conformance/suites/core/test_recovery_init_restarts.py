@@ -12,9 +12,9 @@ Role a carry a sidecar, and the test restarts it as a crashing sidecar looks: it
 part of the Pod's). A cluster that cannot restart a sidecar on demand makes the test inconclusive
 (:func:`~conformance.framework.kubelet.require_faults`,
 :func:`~conformance.framework.kubelet.expect_sidecar_restarted`).
-As in :mod:`.test_recovery_restarts`, the tests never ask which ServingGroup or Role instance a Pod
-is in: they count which Pods (by Role and entry/worker) were replaced, and require the count to
-hold for the steady-state window.
+As in :mod:`.test_recovery_restarts` (whose check they share), the tests never ask which
+ServingGroup or Role instance a Pod is in: they count which Pods (by Role and entry/worker) were
+replaced, and require the count to hold for the steady-state window.
 """
 
 from __future__ import annotations
@@ -26,11 +26,12 @@ from conformance.cluster.faults import Fault
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
 from conformance.framework.kubelet import expect_sidecar_restarted, require_faults, sidecar_restarts
-from conformance.framework.modelserving import ModelServings, expected_pod_count, member, role_of, running_ready
+from conformance.framework.modelserving import ModelServings, expected_pod_count, member, role_of
+
+from .test_recovery_restarts import Kind, expect_replaced
 
 API = "api-reference-workload-v1alpha1.txt"
 NAME = "init-restarts"
-Kind = tuple[str, str]  # (role, member)
 
 # One instance of Role a (the restarted Pod's), and the whole ServingGroup (a's two instances and b).
 A_INSTANCE: Counter[Kind] = Counter({("a", "entry"): 1, ("a", "worker"): 1})
@@ -58,41 +59,6 @@ def _restart_a_sidecar(ms: ModelServings, manifest: Any, faults: Any, policy: st
     return total, {p.metadata.uid: (role_of(p), member(p)) for p in pods}, victim.metadata.uid
 
 
-def _expect_replaced(
-    ms: ModelServings, total: int, before: dict[str, Kind], victim: str, replaced: Counter[Kind], what: str
-) -> None:
-    """Wait until ``total`` Pods run again with exactly the original Pods of the kinds in ``replaced``
-    gone (the victim's among them), then require that to hold for the steady-state window."""
-
-    def observe() -> dict[str, Any]:
-        pods = ms.pods(NAME)
-        uids = {p.metadata.uid for p in pods}
-        return {
-            "pods": len(pods),
-            "running-ready": sum(1 for p in pods if running_ready(p)),
-            "uids": sorted(uids),
-            "replaced": Counter(kind for uid, kind in before.items() if uid not in uids),
-            "victim-present": victim in uids,
-        }
-
-    def done(seen: dict[str, Any]) -> bool:
-        return bool(
-            seen["pods"] == total
-            and seen["running-ready"] == total
-            and not seen["victim-present"]
-            and seen["replaced"] == replaced
-        )
-
-    shown = ", ".join(f"{n} {m} of Role {r}" for (r, m), n in sorted(replaced.items()))
-    seen = ms.wait("recovery", f"{what}: {total} Pods Running and Ready with exactly these replaced: {shown}",
-                   observe, done)  # fmt: skip
-    ms.holds(
-        f"{what}: the {total} Pods after recovery keep their UIDs (no further Pod is recreated)",
-        lambda: sorted(p.metadata.uid for p in ms.pods(NAME)),
-        lambda uids: uids == seen["uids"],
-    )
-
-
 @behaviour(
     "core/recovery/servinggroup-recreate-restarted-init-container",
     "With recoveryPolicy ServingGroupRecreate, a restarted init container (a sidecar whose restartCount goes up) "
@@ -105,8 +71,8 @@ def test_servinggroup_recreate_rebuilds_the_group_of_a_restarted_init_container(
     ms: ModelServings, manifest: Any, faults: Any
 ) -> None:
     total, before, victim = _restart_a_sidecar(ms, manifest, faults, "ServingGroupRecreate")
-    _expect_replaced(ms, total, before, victim, GROUP,
-                     "ServingGroupRecreate after the sidecar of a worker of Role a restarted")  # fmt: skip
+    expect_replaced(ms, total, before, victim, GROUP,
+                    "ServingGroupRecreate after the sidecar of a worker of Role a restarted", NAME)  # fmt: skip
 
 
 @behaviour(
@@ -121,5 +87,5 @@ def test_role_recreate_rebuilds_the_role_instance_of_a_restarted_init_container(
     ms: ModelServings, manifest: Any, faults: Any
 ) -> None:
     total, before, victim = _restart_a_sidecar(ms, manifest, faults, "RoleRecreate")
-    _expect_replaced(ms, total, before, victim, A_INSTANCE,
-                     "RoleRecreate after the sidecar of a worker of Role a restarted")  # fmt: skip
+    expect_replaced(ms, total, before, victim, A_INSTANCE,
+                    "RoleRecreate after the sidecar of a worker of Role a restarted", NAME)  # fmt: skip

@@ -55,20 +55,27 @@ def _restart(ms: ModelServings, faults: Any, pod: str) -> None:
     faults.inject(ms.ns, pod, Fault.RESTART)
 
 
-def _expect_replaced(
-    ms: ModelServings, total: int, before: dict[str, Kind], victim: str, replaced: Counter[Kind], what: str
+def expect_replaced(
+    ms: ModelServings,
+    total: int,
+    before: dict[str, Kind],
+    victim: str,
+    replaced: Counter[Kind],
+    what: str,
+    name: str = NAME,
 ) -> None:
     """Wait until ``total`` Pods run again with exactly the original Pods of the kinds in ``replaced``
     gone (the victim's among them), then require that to hold for the steady-state window."""
 
     def observe() -> dict[str, Any]:
-        pods = ms.pods(NAME)
+        pods = ms.pods(name)
+        uids = {p.metadata.uid for p in pods}
         return {
             "pods": len(pods),
             "running-ready": sum(1 for p in pods if running_ready(p)),
-            "uids": sorted(p.metadata.uid for p in pods),
-            "replaced": Counter(kind for uid, kind in before.items() if uid not in {p.metadata.uid for p in pods}),
-            "victim-present": any(p.metadata.uid == victim for p in pods),
+            "uids": sorted(uids),
+            "replaced": Counter(kind for uid, kind in before.items() if uid not in uids),
+            "victim-present": victim in uids,
         }
 
     def done(seen: dict[str, Any]) -> bool:
@@ -84,7 +91,7 @@ def _expect_replaced(
                    observe, done)  # fmt: skip
     ms.holds(
         f"{what}: the {total} Pods after recovery keep their UIDs (no further Pod is recreated)",
-        lambda: sorted(p.metadata.uid for p in ms.pods(NAME)),
+        lambda: sorted(p.metadata.uid for p in ms.pods(name)),
         lambda uids: uids == seen["uids"],
     )
 
@@ -106,7 +113,7 @@ def test_servinggroup_recreate_rebuilds_the_group_of_a_restarted_container(
     before = _kinds(ms.pods(NAME))
     _restart(ms, faults, victim.metadata.name)
     group = A_INSTANCE + Counter({("b", "entry"): 1})
-    _expect_replaced(ms, expected_pod_count(body), before, victim.metadata.uid, group,
+    expect_replaced(ms, expected_pod_count(body), before, victim.metadata.uid, group,
                      "ServingGroupRecreate after a worker container of Role a restarted")  # fmt: skip
 
 
@@ -124,7 +131,7 @@ def test_servinggroup_recreate_rebuilds_the_group_of_a_failed_pod(
     before = _kinds(ms.pods(NAME))
     faults.inject(ms.ns, victim.metadata.name, Fault.FAIL)
     group = A_INSTANCE + Counter({("b", "entry"): 1})
-    _expect_replaced(ms, expected_pod_count(body), before, victim.metadata.uid, group,
+    expect_replaced(ms, expected_pod_count(body), before, victim.metadata.uid, group,
                      "ServingGroupRecreate after a worker Pod of Role a failed")  # fmt: skip
 
 
@@ -140,7 +147,7 @@ def test_role_recreate_leaves_the_other_roles_alone(ms: ModelServings, manifest:
     body, victim = _start(ms, manifest, "RoleRecreate")
     before = _kinds(ms.pods(NAME))
     _restart(ms, faults, victim.metadata.name)
-    _expect_replaced(ms, expected_pod_count(body), before, victim.metadata.uid, A_INSTANCE,
+    expect_replaced(ms, expected_pod_count(body), before, victim.metadata.uid, A_INSTANCE,
                      "RoleRecreate after a worker container of Role a restarted")  # fmt: skip
 
 
@@ -184,7 +191,7 @@ def test_restart_grace_period_delays_the_rebuild(ms: ModelServings, manifest: An
         mark = watch.seq
         injected_at = watch.elapsed()  # before the first sign of the error: the rebuild cannot be due earlier
         _restart(ms, faults, victim.metadata.name)
-        _expect_replaced(ms, expected_pod_count(body), before, victim.metadata.uid, A_INSTANCE, what)
+        expect_replaced(ms, expected_pod_count(body), before, victim.metadata.uid, A_INSTANCE, what)
         timeline = watch.snapshot_timeline()
     first = timeline.first(lambda s: not set(before) <= set(s.uids().values()), since=mark)
     assert first is not None, f"{what}: the rebuild was never seen on the Pod timeline"
