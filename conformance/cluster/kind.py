@@ -183,6 +183,7 @@ def require_docker() -> None:
 
 class KindProvider(Provider):
     name: ClassVar[str] = "kind"
+    injects: ClassVar[frozenset[Fault]] = frozenset({Fault.RESTART})
     simulates: ClassVar[tuple[str, ...]] = (
         "nodes are containers on one machine (real kubelet, containerd, CNI and CoreDNS)",
         "accelerators: only what the installed DRA driver provides (fake drivers simulate devices)",

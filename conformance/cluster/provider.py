@@ -114,6 +114,10 @@ class Provider(abc.ABC):
         """How to inject faults into this cluster's Pods. Default: none supported."""
         return NoFaults(self.name)
 
+    # The faults this provider's clusters can inject, known before any cluster exists (what
+    # ``run --dry-run`` tells the user); :meth:`fault_injector` is the running cluster's own word.
+    injects: ClassVar[frozenset[Fault]] = frozenset()
+
 
 class NoFaults:
     """The fault injector of a provider that cannot inject any fault."""

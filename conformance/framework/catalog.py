@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib
+import inspect
 import pkgutil
 import re
 from collections.abc import Callable, Iterable
@@ -78,6 +79,9 @@ class Behaviour:
     # Further features the test cannot run without (e.g. a plugin chain needing headless-service);
     # unsupported, they make the test not-supported like its own feature does.
     requires: tuple[Feature, ...] = ()
+    # The test injects faults into Pods (it takes the ``faults`` fixture): a cluster that cannot
+    # makes it inconclusive, which ``run --dry-run`` says before anything starts.
+    injects_faults: bool = False
     # Where it was declared (``module.function``); not part of its identity or the catalog.
     origin: str = field(default="", compare=False, repr=False)
 
@@ -149,6 +153,8 @@ class Behaviour:
             entry["slow"] = True
         if self.requires:
             entry["requires"] = [f.value for f in self.requires]
+        if self.injects_faults:
+            entry["injectsFaults"] = True
         return entry
 
 
@@ -184,7 +190,8 @@ def behaviour(
 
     def decorate(func: F) -> F:
         origin = f"{func.__module__}.{func.__qualname__}"
-        b = dataclasses.replace(declared, origin=origin)
+        takes_faults = "faults" in inspect.signature(func).parameters
+        b = dataclasses.replace(declared, origin=origin, injects_faults=takes_faults)
         already: Behaviour | None = getattr(func, "__behaviour__", None)
         if already is not None and already.id != b.id:
             raise ValueError(f"{origin} already declares behaviour {already.id!r}; one behaviour per test")

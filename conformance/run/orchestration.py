@@ -147,9 +147,10 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
         )
         selected = mine
     if options.dry_run:
+        provider_class = type(get_provider(options.provider_name, kubeconfig=options.kubeconfig))
         result.listing = [
             f"{b.id:60} {b.profile.name:20} {'serial' if b.serial else 'parallel':8} "
-            + ("run" if all(support.supports(f) for f in b.features) else "not-supported")
+            + dry_run_verdict(b, support, options.provider_name, provider_class.injects)
             for b in selected
         ]
         data["verdict"] = "not-run"
@@ -294,6 +295,16 @@ def _launch(options: RunOptions) -> Launch | None:
         options.implementation_manifests,
         options.implementation_webhook,
     )
+
+
+def dry_run_verdict(b: Any, support: Any, provider: str, injects: frozenset[Any]) -> str:
+    """What a run would do with behaviour ``b``: ``run``, ``not-supported``, or ``inconclusive
+    here`` with the reason when the provider's clusters cannot inject the faults it needs. Pure."""
+    if not all(support.supports(f) for f in b.features):
+        return "not-supported"
+    if b.injects_faults and not injects:
+        return f"inconclusive here: the {provider} provider cannot inject faults into Pods (use the local provider)"
+    return "run"
 
 
 def _names(docs: list[dict[str, Any]]) -> str:

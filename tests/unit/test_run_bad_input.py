@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from conformance.cli import main
+from conformance.framework import catalog
 
 BAD_SUPPORT = """\
 apiVersion: conformance.kthena.io/v1alpha1
@@ -123,3 +125,37 @@ def test_dry_run_lists_the_selection_and_runs_nothing(tmp_path: Path) -> None:
     lines = [line for line in result.output.splitlines() if line.startswith("core/")]
     assert lines and all("Core" in line for line in lines)
     assert not (tmp_path / "conformance-report.json").exists()
+
+
+def _behaviour(injects_faults: bool) -> Any:
+    from conformance.framework.catalog import Behaviour
+
+    return Behaviour(
+        "core/x/y", "A ModelServing MUST do y.", "api-reference-workload-v1alpha1.txt#ModelServingSpec", "Core",
+        injects_faults=injects_faults,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("injects_faults", "provider", "injects", "supported", "expected"),
+    [
+        pytest.param(False, "existing", frozenset(), True, "run", id="no-faults-needed"),
+        pytest.param(True, "local", frozenset({"not-ready"}), True, "run", id="local-injects"),
+        pytest.param(True, "existing", frozenset(), True, "inconclusive here: the existing provider", id="existing"),
+        pytest.param(True, "existing", frozenset(), False, "not-supported", id="unsupported-first"),
+    ],
+)
+def test_dry_run_says_which_behaviours_the_cluster_cannot_run(
+    injects_faults: bool, provider: str, injects: frozenset[str], supported: bool, expected: str
+) -> None:
+    from conformance.framework.support import support_from_flags
+    from conformance.run.orchestration import dry_run_verdict
+
+    support = support_from_flags("impl", "1", None if not supported else [], supported)
+    assert dry_run_verdict(_behaviour(injects_faults), support, provider, injects).startswith(expected)
+
+
+def test_the_catalog_knows_which_tests_inject_faults() -> None:
+    behaviours = {b.id: b for b in catalog.collect()}
+    assert behaviours["core/recovery/role-recreate-failed-pod"].injects_faults
+    assert not behaviours["core/spec/defaults"].injects_faults

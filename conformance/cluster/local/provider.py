@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from ..binaries import BinaryCache, BinarySet
 from ..errors import HarnessError
-from ..faults import PULL_FAILS_REGISTRY, FaultInjector
+from ..faults import PULL_FAILS_REGISTRY, Fault, FaultInjector
 from ..paths import runs_root
 from ..provider import ClusterInfo, Progress, Provider, kwok_fault_injector, quiet
 from ..spec import ClusterSpec
@@ -116,6 +116,7 @@ class LocalProvider(Provider):
     processes and kwok, each in ``<cache>/clusters/<name>/``."""
 
     name: ClassVar[str] = "local"
+    injects: ClassVar[frozenset[Fault]] = frozenset(Fault)  # kwok stages, the embedded cluster's own
     simulates: ClassVar[tuple[str, ...]] = SIMULATED
 
     def __init__(self, runs: Path | None = None, cache: BinaryCache | None = None) -> None:
