@@ -336,8 +336,9 @@ def test_modelserving_roles_get_gpus_and_npus(
 # -- kind artefacts and the kubelet plugin against this API -------------------------------------------
 
 
-def test_deploy_manifests_pass_server_side_dry_run(api: Any, ns: str) -> None:
-    dyn = dynamic.DynamicClient(api)
+def test_deploy_manifests_pass_server_side_dry_run(api: Any, ns: str, tmp_path: Path) -> None:
+    # Its discovery cache in the test's own directory: by default it is /tmp/osrcp-*.json, left behind.
+    dyn = dynamic.DynamicClient(api, cache_file=str(tmp_path / "discovery.json"))
     for path in sorted(DEPLOY.glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
             if not doc:
