@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.framework.gang import PODGROUP_ANNOTATION, GangExpectation
+from conformance.framework.gang import PODGROUP_ANNOTATION, GangExpectation, GangPod
 from conformance.framework.modelserving import ModelServings, expected_pod_count, member, role_of
 from conformance.framework.outcomes import Inconclusive
 from conformance.framework.waits import wait_for
@@ -177,6 +177,11 @@ def start(ms: ModelServings, body: dict[str, Any]) -> None:
     require_podgroup_crd(ms)
     ms.create(body)
     ms.wait_pods(body["metadata"]["name"], expected_pod_count(body), ready=False, wait="pods-created")
+
+
+def gang_pods(pods: list[Any]) -> list[GangPod]:
+    """``pods`` (``V1Pod``) as the pure gang checks see them: name, labels, Role, entry/worker."""
+    return [GangPod(p.metadata.name, dict(p.metadata.labels or {}), role_of(p), member(p)) for p in pods]
 
 
 def each_podgroup(view: GangView, check: Callable[[str, dict[str, Any], list[Any]], list[str]]) -> list[str]:

@@ -14,10 +14,10 @@ from typing import Any
 
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
-from conformance.framework.gang import GangPod, role_topology_problems
-from conformance.framework.modelserving import ModelServings, member, role_of
+from conformance.framework.gang import role_topology_problems
+from conformance.framework.modelserving import ModelServings
 
-from . import API, each_podgroup, start, wait_gang
+from . import API, each_podgroup, gang_pods, start, wait_gang
 
 GROUP_POLICY = {"mode": "hard", "highestTierAllowed": 2}
 ROLE_POLICY = {"mode": "soft", "highestTierAllowed": 1}
@@ -62,8 +62,7 @@ def test_role_policy_reaches_every_role_instance(ms: ModelServings, manifest: An
         policies = spec.get("subGroupPolicy")
         if not isinstance(policies, list) or not policies:
             return [f"subGroupPolicy is {policies!r}: nothing gives a Role instance the rolePolicy {ROLE_POLICY}"]
-        gang = [GangPod(p.metadata.name, dict(p.metadata.labels or {}), role_of(p), member(p)) for p in pods]
-        return role_topology_problems(policies, gang, instance_key, ROLE_POLICY)
+        return role_topology_problems(policies, gang_pods(pods), instance_key, ROLE_POLICY)
 
     wait_gang(
         ms, body, lambda view: each_podgroup(view, check),

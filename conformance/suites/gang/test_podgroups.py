@@ -18,16 +18,15 @@ from conformance.framework.features import Feature
 from conformance.framework.gang import (
     QUEUE_ANNOTATION,
     TASK_ANNOTATION,
-    GangPod,
     expectation,
     format_resources,
     per_role_problems,
     resources,
     same_resources,
 )
-from conformance.framework.modelserving import ModelServings, member, role_of
+from conformance.framework.modelserving import ModelServings, role_of
 
-from . import GANG_POLICY, each_podgroup, start, wait_gang
+from . import GANG_POLICY, each_podgroup, gang_pods, start, wait_gang
 
 NAME = "gang"
 
@@ -107,19 +106,9 @@ def test_min_task_member_requires_whole_role_instances(ms: ModelServings, manife
     # label-selected subgroup, what upstream Kthena writes when the PodGroup CRD has it); either is
     # accepted, and each one the PodGroup carries must be right.
     body = _body(manifest)
-    expected = expectation(body)
+    per_role = _per_role(expectation(body))
     start(ms, body)
-
-    def check(pg: str, spec: dict[str, Any], pods: list[Any]) -> list[str]:
-        tasks: dict[str, list[str]] = {}
-        for pod in pods:
-            task = (pod.metadata.annotations or {}).get(TASK_ANNOTATION)
-            if task:
-                tasks.setdefault(str(task), []).append(role_of(pod))
-        gang = [GangPod(p.metadata.name, dict(p.metadata.labels or {}), role_of(p), member(p)) for p in pods]
-        return per_role_problems(spec, tasks, gang, expected)
-
-    wait_gang(ms, body, lambda view: each_podgroup(view, check), what="minRoleReplicas {prefill: 1}")
+    wait_gang(ms, body, per_role, what="minRoleReplicas {prefill: 1}")
 
 
 def _per_role(expected: Any) -> Any:
@@ -131,8 +120,7 @@ def _per_role(expected: Any) -> Any:
             task = (pod.metadata.annotations or {}).get(TASK_ANNOTATION)
             if task:
                 tasks.setdefault(str(task), []).append(role_of(pod))
-        gang = [GangPod(p.metadata.name, dict(p.metadata.labels or {}), role_of(p), member(p)) for p in pods]
-        return per_role_problems(spec, tasks, gang, expected)
+        return per_role_problems(spec, tasks, gang_pods(pods), expected)
 
     return lambda view: each_podgroup(view, check)
 
