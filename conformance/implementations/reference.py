@@ -104,22 +104,26 @@ def apply(api: Any, doc: dict[str, Any]) -> None:
 def install(info: ClusterInfo, *, podgroup_crd: bool = True, faults: tuple[str, ...] = ()) -> None:
     """The CRDs and the ClusterRole, Established and ready to use. ``faults`` (self-validation
     only): reference faults that live in the CRD schema (``no-schema-defaults``, ...) reach it."""
-    from kubernetes import client
 
     api = api_client(info.kubeconfig, info.context)
     docs = _manifests("crd", "rbac", *(["podgroup-crd"] if podgroup_crd else []), faults=faults)
     for doc in docs:
         apply(api, doc)
+    wait_established(api, [d["metadata"]["name"] for d in docs if d["kind"] == "CustomResourceDefinition"])
+
+
+def wait_established(api: Any, names: list[str], timeout: float = 30.0) -> None:
+    """Wait until every CRD of ``names`` is Established (served)."""
+    from kubernetes import client
+
     ext: Any = client.ApiextensionsV1Api(api)
 
     def established(name: str) -> bool:
         status = ext.read_custom_resource_definition(name).status
         return any(c.type == "Established" and c.status == "True" for c in (status.conditions or []))
 
-    for doc in docs:
-        if doc["kind"] == "CustomResourceDefinition":
-            crd_name = doc["metadata"]["name"]
-            wait_for(f"CRD {crd_name} Established", functools.partial(established, crd_name))
+    for name in names:
+        wait_for(f"CRD {name} Established", functools.partial(established, name), timeout=timeout)
 
 
 def token_kubeconfig(info: ClusterInfo, directory: Path) -> Path:
@@ -193,14 +197,15 @@ class Webhook:
                 "--webhook-cert", str(self.cert), "--webhook-key", str(self.key))  # fmt: skip
 
 
-def webhook_certificates(directory: Path) -> Webhook:
+def webhook_certificates(directory: Path, name: str = "kthena-ref-webhook") -> Webhook:
     """A CA and a serving certificate for 127.0.0.1, and a free port (the embedded cluster's API
-    server runs on this machine and calls the webhook on loopback)."""
+    server runs on this machine and calls the webhook on loopback); ``name`` names the PKI
+    directory and the certificates' common names."""
     from ..cluster.local.processes import free_ports
     from ..cluster.pki import CertificateAuthority
 
-    ca = CertificateAuthority(directory / "webhook-pki", common_name="kthena-ref-webhook-ca")
-    pair = ca.issue("webhook", common_name="kthena-ref-webhook", hosts=("127.0.0.1", "localhost"), server=True)
+    ca = CertificateAuthority(directory / f"{name}-pki", common_name=f"{name}-ca")
+    pair = ca.issue("webhook", common_name=name, hosts=("127.0.0.1", "localhost"), server=True)
     return Webhook(free_ports(1)[0], pair.cert, pair.key, ca.cert_pem)
 
 

@@ -7,7 +7,6 @@ of one implementation; an external implementation is deployed by its vendor, not
 
 from __future__ import annotations
 
-import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -41,11 +40,11 @@ def apply_manifests(info: ClusterInfo, manifests: list[Manifest], installed: set
     at start); one that exists already is kept as it is (said in the progress). Waits until every
     CRD among them is Established. An object the API server refuses is a :class:`HarnessError`
     naming its file and document."""
-    from kubernetes import client, utils
+    from kubernetes import utils
     from kubernetes.client.exceptions import ApiException
 
     from ..cluster.kube import api_client
-    from ..framework.waits import wait_for
+    from ..implementations import reference
 
     api = api_client(info.kubeconfig, info.context)
     crds: list[str] = []
@@ -64,27 +63,18 @@ def apply_manifests(info: ClusterInfo, manifests: list[Manifest], installed: set
             progress(f"  {where} exists already: kept as it is")
         except (ValueError, AttributeError, KeyError) as exc:  # an unknown kind, a malformed object
             raise HarnessError(f"{where}: cannot be created: {exc}", "give a complete Kubernetes object") from None
-    ext: Any = client.ApiextensionsV1Api(api)
-
-    def established(name: str) -> bool:
-        conditions = ext.read_custom_resource_definition(name).status.conditions or []
-        return any(c.type == "Established" and c.status == "True" for c in conditions)
-
-    for name in crds:
-        wait_for(f"CRD {name} Established", functools.partial(established, name), timeout=30)
+    reference.wait_established(api, crds)
 
 
 def loopback_webhook(directory: Path) -> LoopbackWebhook:
     """A CA, a serving certificate for 127.0.0.1 and localhost, and a free port, in ``directory``
-    (the run's private secrets directory, removed afterwards)."""
-    from ..cluster.local.processes import free_ports
-    from ..cluster.pki import CertificateAuthority
+    (the run's private secrets directory, removed afterwards), as the reference's webhook gets."""
+    from ..implementations import reference
 
-    ca = CertificateAuthority(directory / "implementation-webhook-pki", common_name="conformance-webhook-ca")
-    pair = ca.issue("webhook", common_name="implementation-webhook", hosts=("127.0.0.1", "localhost"), server=True)
+    made = reference.webhook_certificates(directory, "implementation-webhook")
     ca_file = directory / "implementation-webhook-ca.crt"
-    ca_file.write_bytes(ca.cert_pem)
-    return LoopbackWebhook(free_ports(1)[0], pair.cert, pair.key, ca_file, ca.cert_pem)
+    ca_file.write_bytes(made.ca_pem)
+    return LoopbackWebhook(made.port, made.cert, made.key, ca_file, made.ca_pem)
 
 
 def deploy_command(

@@ -28,11 +28,6 @@ POLL_SECONDS = 0.5
 GRACE_SECONDS = 10.0  # SIGTERM first: a controller may want to release a Lease or flush a log
 
 
-def alive(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie counts as gone)."""
-    return pid_alive(pid)
-
-
 def end_group(proc: subprocess.Popen[bytes], grace: float = GRACE_SECONDS) -> int:
     """SIGTERM ``proc``'s process group, SIGKILL it after ``grace`` seconds; ``proc``'s exit code."""
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
@@ -76,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         if code is not None:
             end_group(proc, grace=0.0)  # the leader is gone; take what it left in its group too
             return code
-        if stop or not alive(args.owner):
+        if stop or not pid_alive(args.owner):
             return end_group(proc, grace=args.grace)
         time.sleep(POLL_SECONDS)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conformance.cluster.errors import HarnessError
+from conformance.cluster.local.processes import pid_alive as alive
 from conformance.run.launch import (
     SETTLE_SECONDS,
     Launch,
@@ -27,7 +28,6 @@ from conformance.run.launch import (
     ready_problem,
     substitute,
 )
-from conformance.run.watchdog import alive
 
 
 @pytest.mark.parametrize(
