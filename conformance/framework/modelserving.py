@@ -23,11 +23,13 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any, TypeVar
 
+from . import early_stop
 from .support import PodLabels
 from .timeouts import Timeouts
-from .waits import WaitTimeout, wait_for
+from .waits import WaitDecided, WaitTimeout, wait_for
 
 GROUP, VERSION, PLURAL, KIND = "workload.serving.volcano.sh", "v1alpha1", "modelservings", "ModelServing"
 ROLE_LABEL = "conformance.kthena.io/role"
@@ -197,7 +199,13 @@ class ModelServings:
     """ModelServings and what they own, in one test namespace."""
 
     def __init__(
-        self, kube: Any, namespace: str, timeouts: Timeouts, run_id: str = "", pod_labels: PodLabels | None = None
+        self,
+        kube: Any,
+        namespace: str,
+        timeouts: Timeouts,
+        run_id: str = "",
+        pod_labels: PodLabels | None = None,
+        controller_log: Path | None = None,
     ) -> None:
         self.kube = kube
         self.ns = namespace
@@ -205,6 +213,9 @@ class ModelServings:
         self.run_id = run_id
         self.pod_labels = pod_labels or PodLabels()  # the implementation's declared Pod label keys
         self.created: list[str] = []  # in creation order (cleanup goes in reverse)
+        # the implementation's log from the test's start: what it says about this test's objects
+        self._log = early_stop.LogTail.from_now(controller_log) if controller_log is not None else None
+        self._log_lines: list[str] = []
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -373,10 +384,37 @@ class ModelServings:
 
         what = f"{count} Pods of {self.ns}/{name}{' Running and Ready' if ready else ''}"
         words = partial(pods_in_words, self.ns, name)
+        seconds = self.timeouts.seconds(wait)
         try:
-            return self.wait(wait, what, lambda: self.pods(name), settled, describe=words)
+            return wait_for(what, lambda: self.pods(name), until=settled, timeout=seconds, interval=0.2,
+                            describe=words, give_up=self._nothing_created(name))  # fmt: skip
+        except WaitDecided:
+            raise  # its message quotes the reports it gave up on
         except WaitTimeout as exc:
             raise WaitTimeout(f"{exc}{self._warnings(name)}") from None
+
+    def _nothing_created(self, name: str) -> Callable[[list[Any], float], str | None]:
+        """A ``give_up`` for :func:`wait_for` (see :mod:`.early_stop`): the wait for ``name``'s Pods
+        ends early once nothing was created and the implementation keeps reporting an error about
+        it. Events and the log are read at most once a second."""
+        checked = [0.0]
+
+        def give_up(pods: list[Any], elapsed: float) -> str | None:
+            if pods or elapsed < early_stop.MIN_ELAPSED or elapsed - checked[0] < 1.0:
+                return None
+            checked[0] = elapsed
+            if self._log is not None:
+                self._log_lines.extend(line for line in self._log.new_lines() if self.ns in line)
+            try:
+                warnings = [early_stop.WarningEvent(e.reason or "", e.message or "", e.count or 1)
+                            for e in self.events(name) if e.type == "Warning"]  # fmt: skip
+            except Exception:  # an unreadable Event list only means no early stop
+                warnings = []
+            errors = early_stop.error_lines(self._log_lines, self.ns, name)
+            return early_stop.decided(created=len(pods), elapsed=elapsed, warnings=warnings, log_errors=errors,
+                                      namespace=self.ns, name=name)  # fmt: skip
+
+        return give_up
 
     def _warnings(self, name: str) -> str:
         """``; Warning Events of ns/name: reason: message, ...`` (empty when there are none or

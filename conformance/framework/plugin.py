@@ -402,7 +402,7 @@ def ms(kube: Any, ns: str, suite: SuiteState, request: pytest.FixtureRequest) ->
     """The test's handle on ModelServings in its namespace (see :mod:`.modelserving`)."""
     from .modelserving import ModelServings
 
-    handle = ModelServings(kube, ns, suite.timeouts, suite.run_id, suite.support.pod_labels)
+    handle = ModelServings(kube, ns, suite.timeouts, suite.run_id, suite.support.pod_labels, suite.controller_log)
     handle.created = request.node.stash[_CREATED]  # the namespace fixture cleans up what is created
     return handle
 

@@ -18,6 +18,10 @@ class WaitTimeout(AssertionError):
     """A condition did not hold before its deadline (an assertion failure, not an error)."""
 
 
+class WaitDecided(WaitTimeout):
+    """A wait given up before its deadline because its outcome was already decided (``give_up``)."""
+
+
 def wait_for(
     what: str,
     probe: Callable[[], T],
@@ -26,13 +30,17 @@ def wait_for(
     timeout: float = 30.0,
     interval: float = 0.1,
     describe: Callable[[T], str] | None = None,
+    give_up: Callable[[T, float], str | None] | None = None,
 ) -> T:
     """Call ``probe`` until ``until(result)`` holds; return that result.
 
     Exceptions from ``probe`` count as "not yet" (the object may not exist yet); the last one is
     reported if the deadline passes, the last result in words when ``describe`` says how.
+    ``give_up(result, seconds waited)`` may end the wait before its deadline by saying why its
+    outcome is already decided (:mod:`.early_stop`); the failure then quotes that reason.
     """
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = started + timeout
     last: object = "<never observed>"
     while True:
         try:
@@ -43,6 +51,9 @@ def wait_for(
             if until(value):
                 return value
             last = describe(value) if describe is not None else value
+            reason = give_up(value, time.monotonic() - started) if give_up is not None else None
+            if reason is not None:
+                raise WaitDecided(f"gave up on {what} before the {timeout:g}s deadline: {reason}")
         if time.monotonic() >= deadline:
             raise WaitTimeout(f"waited {timeout:g}s for {what}; last seen: {_short(last)}")
         time.sleep(interval)
