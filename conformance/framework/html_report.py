@@ -149,6 +149,7 @@ class Page:
     unsupported: list[tuple[str, str]]
     accelerators: dict[str, Any] | None
     notes: list[str]
+    causes: list[tuple[str, list[str]]]
     error: dict[str, Any] | None
     generated_by: str
     records: list[Link]
@@ -286,6 +287,7 @@ def _page(data: dict[str, Any], report_dir: Path) -> Page:
         ],
         accelerators=data.get("accelerators"),
         notes=[str(n) for n in data["notes"]],
+        causes=[(str(c["cause"]), [str(b) for b in c["behaviours"]]) for c in data.get("causes") or []],
         error=data.get("error"),
         generated_by=f"{suite['name']} {suite['version']}",
         records=[

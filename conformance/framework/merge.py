@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .causes import causes
 from .exit_codes import EXIT_CLUSTER, EXIT_INTERRUPTED, EXIT_NONCONFORMANT, EXIT_OK
 from .features import PROFILES
 from .outcomes import RAN, Outcome, TestResult, Verdict, overall_verdict, profile_verdict
@@ -163,6 +164,7 @@ def merge(shards: Sequence[ShardReport], *, run_id: str, command: list[str]) -> 
         "preflight": preflight,
         "profiles": [r.as_dict() for r in results],
         "tests": [t.as_dict() for t in tests],
+        "causes": causes([t.as_dict() for t in tests]),
         "verdict": verdict.value,
         "error": _error(errors),
         "notes": notes,

@@ -18,7 +18,8 @@ warnings} when the Accelerators profile had capability files, and ``coverage`` {
 digest, statements}, scope, overall {must, should}, profiles [{profile, must, should}]} with each
 figure {total, asserted, explained, gaps}: how much of the spec map (:mod:`.specmap`) the suite
 asserts, for the profiles the run judged (optional: absent in older reports or when the spec map
-could not be read).
+could not be read), and ``causes`` [{cause, behaviours}]: failures sharing one cause, one entry
+per cause (:mod:`.causes`).
 
 A test's ``level`` is its behaviour's (MUST, SHOULD, MAY); ``warning``, the outcome of a SHOULD or
 MAY behaviour that did not hold, is only ever on a SHOULD or MAY behaviour (``verify`` checks).
@@ -240,6 +241,13 @@ class CoverageInfo(_Model):
     profiles: list[ProfileCoverage] = Field(default_factory=list)
 
 
+class CauseEntry(_Model):
+    """A cause several failures share (:mod:`.causes`) and the behaviours it explains."""
+
+    cause: str
+    behaviours: list[str]
+
+
 class Report(_Model):
     schema_version: Literal["conformance.kthena.io/report/v1"] = SCHEMA_VERSION
     kind: Literal["ConformanceReport"] = KIND
@@ -256,6 +264,7 @@ class Report(_Model):
     exit_code: int | None = None
     accelerators: AcceleratorsInfo | None = None
     coverage: CoverageInfo | None = None
+    causes: list[CauseEntry] = Field(default_factory=list)
 
     def as_data(self) -> dict[str, Any]:
         """Plain JSON-compatible data, camelCase keys: exactly what both files hold."""
