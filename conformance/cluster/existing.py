@@ -1,7 +1,9 @@
 """The ``existing`` provider: any cluster reachable through a kubeconfig and context.
 
 It never creates or deletes a cluster: ``up`` checks the API answers and reports its version,
-``down`` does nothing. What the cluster simulates is unknown to the harness, and reports say so.
+``down`` does nothing. What the cluster simulates is unknown to the harness, and reports say so,
+unless the cluster declares its capabilities (:mod:`.declared`: a cluster the local provider made
+does): then its DNS server and the Pod faults it injects are used as the local provider uses them.
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
+from .declared import Declared
 from .errors import HarnessError
-from .provider import ClusterInfo, Progress, Provider, quiet
+from .faults import FaultInjector
+from .provider import ClusterInfo, NoFaults, Progress, Provider, kwok_fault_injector, quiet
 from .spec import ClusterSpec
 
 
@@ -89,12 +93,51 @@ class ExistingProvider(Provider):
         return str(active["name"]) if active and active.get("name") else None
 
     def info(self, name: str) -> ClusterInfo:
-        """The cluster, named by its context (the harness did not name it)."""
+        """The cluster, named by its context (the harness did not name it), with what it declares."""
+        version = self._version()
+        declared = self.declared()
+        simulates = self.simulates
+        details: dict[str, Any] = {}
+        if declared is not None:
+            faults = ", ".join(f.value for f in declared.faults) or "none"
+            simulates = (
+                *simulates,
+                f"declared by {declared.made_by}: Pod faults {faults}; DNS {declared.dns or 'none'}",
+            )
+            if declared.dns:
+                details["dns"] = declared.dns
         return ClusterInfo(
             provider=self.name,
             name=self.context_name() or name,
             kubeconfig=self.kubeconfig_path,
             context=self.context,
-            kubernetes_version=self._version(),
-            simulates=self.simulates,
+            kubernetes_version=version,
+            simulates=simulates,
+            details=details,
         )
+
+    def declared(self) -> Declared | None:
+        """What the cluster declares it can do (None when nothing, or it cannot be read)."""
+        from kubernetes import client
+
+        from .declared import read
+        from .kube import api_client as make_client
+
+        if not self.kubeconfig_path.is_file():
+            return None
+        try:
+            return read(client.CoreV1Api(make_client(self.kubeconfig_path, self.context)))
+        except Exception:  # a kubeconfig that cannot be used declares nothing; _version says why
+            return None
+
+    def fault_injector(self, info: ClusterInfo) -> FaultInjector:
+        """The declared faults, injected as on the cluster that declared them (kwok stages keyed on
+        annotations); none without a declaration."""
+        declared = self.declared()
+        if declared is None or not declared.faults:
+            return NoFaults(self.name)
+        return kwok_fault_injector(self.kubeconfig_path, self.context)
+
+    def injects_now(self) -> frozenset[Any]:
+        declared = self.declared()
+        return declared.faults if declared is not None else frozenset()

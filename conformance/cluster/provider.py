@@ -118,6 +118,11 @@ class Provider(abc.ABC):
     # ``run --dry-run`` tells the user); :meth:`fault_injector` is the running cluster's own word.
     injects: ClassVar[frozenset[Fault]] = frozenset()
 
+    def injects_now(self) -> frozenset[Fault]:
+        """The faults a run on this provider can inject, as far as is known before it starts: the
+        class's :attr:`injects`, or, for a cluster that exists already, what it declares."""
+        return self.injects
+
 
 class NoFaults:
     """The fault injector of a provider that cannot inject any fault."""

@@ -30,6 +30,7 @@ import importlib
 import inspect
 import pkgutil
 import re
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +83,9 @@ class Behaviour:
     # The test injects faults into Pods (it takes the ``faults`` fixture): a cluster that cannot
     # makes it inconclusive, which ``run --dry-run`` says before anything starts.
     injects_faults: bool = False
+    # The fault kinds it injects (``Fault`` values, read from its code by :mod:`.fault_usage` when
+    # the catalog is collected): what a cluster must inject for it to run there.
+    faults: tuple[str, ...] = ()
     # Where it was declared (``module.function``); not part of its identity or the catalog.
     origin: str = field(default="", compare=False, repr=False)
 
@@ -155,6 +159,8 @@ class Behaviour:
             entry["requires"] = [f.value for f in self.requires]
         if self.injects_faults:
             entry["injectsFaults"] = True
+        if self.faults:
+            entry["faults"] = list(self.faults)
         return entry
 
 
@@ -246,7 +252,22 @@ def collect(package: str = "conformance.suites", *, registry: dict[str, Behaviou
             if module.name.rsplit(".", 1)[-1].startswith("test_"):
                 importlib.import_module(module.name)
     target = REGISTRY if registry is None else registry
-    return sorted((b for b in target.values() if b.origin.startswith(package + ".")), key=lambda b: b.id)
+    found = [b for b in target.values() if b.origin.startswith(package + ".")]
+    return sorted((_with_faults(b) for b in found), key=lambda b: b.id)
+
+
+def _with_faults(b: Behaviour) -> Behaviour:
+    """``b`` with the fault kinds its test function injects (modules are fully imported by now,
+    so helpers defined below the test are found too)."""
+    if not b.injects_faults or b.faults:
+        return b
+    from .fault_usage import faults_used
+
+    module_name, _, qualname = b.origin.rpartition(".")
+    func = getattr(sys.modules.get(module_name), qualname, None)
+    if func is None:
+        return b
+    return dataclasses.replace(b, faults=tuple(f.value for f in faults_used(func)))
 
 
 def _reraise(name: str) -> None:

@@ -147,10 +147,13 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
         )
         selected = mine
     if options.dry_run:
-        provider_class = type(get_provider(options.provider_name, kubeconfig=options.kubeconfig))
+        # an existing cluster may declare faults it injects (conformance.cluster.declared)
+        injects = get_provider(
+            options.provider_name, kubeconfig=options.kubeconfig, context=options.context
+        ).injects_now()
         result.listing = [
             f"{b.id:60} {b.profile.name:20} {'serial' if b.serial else 'parallel':8} "
-            + dry_run_verdict(b, support, options.provider_name, provider_class.injects)
+            + dry_run_verdict(b, support, options.provider_name, injects)
             for b in selected
         ]
         data["verdict"] = "not-run"
@@ -299,11 +302,15 @@ def _launch(options: RunOptions) -> Launch | None:
 
 def dry_run_verdict(b: Any, support: Any, provider: str, injects: frozenset[Any]) -> str:
     """What a run would do with behaviour ``b``: ``run``, ``not-supported``, or ``inconclusive
-    here`` with the reason when the provider's clusters cannot inject the faults it needs. Pure."""
+    here`` with the reason when the provider's clusters cannot inject a fault kind it needs (the
+    catalog's ``faults``; a test known only to inject some fault needs the provider to inject any). Pure."""
     if not all(support.supports(f) for f in b.features):
         return "not-supported"
-    if b.injects_faults and not injects:
-        return f"inconclusive here: the {provider} provider cannot inject faults into Pods (use the local provider)"
+    can = {str(f) for f in injects}
+    lacking = [f for f in b.faults if f not in can]
+    if lacking or (b.injects_faults and not can):
+        kinds = ", ".join(lacking) if lacking else "faults"
+        return f"inconclusive here: the {provider} provider cannot inject {kinds} into Pods (use the local provider)"
     return "run"
 
 
@@ -460,6 +467,7 @@ def _assemble(
 ) -> None:
     """Every selected profile's behaviours, as run or as the reason they were not (with a
     ``shard``, the behaviours ``owners`` gives other shards are skipped-by-user)."""
+    from ..framework.causes import causes
     from ..framework.documented_fields import blame
     from ..framework.features import PROFILES
     from ..framework.outcomes import Outcome, TestResult, Verdict, overall_verdict, profile_verdict
@@ -513,6 +521,7 @@ def _assemble(
             found.message = prefix + found.message
         tests.append(found)
     data["tests"] = [t.as_dict() for t in tests]
+    data["causes"] = causes(data["tests"])
     results = [profile_verdict(p, [t for t in tests if t.feature in p.features], support) for p in profiles]
     data["profiles"] = [r.as_dict() for r in results]
     _coverage(data, behaviours, [p.name for p in profiles])

@@ -24,4 +24,3 @@ from conformance.cluster.local.provider import port_collision
 )
 def test_only_a_lost_port_is_retried(message: str, retried: bool) -> None:
     assert port_collision(message) is retried
-

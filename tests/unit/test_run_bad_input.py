@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from conformance.cli import main
+from conformance.cluster.faults import Fault
 from conformance.framework import catalog
 
 BAD_SUPPORT = """\
@@ -127,35 +128,61 @@ def test_dry_run_lists_the_selection_and_runs_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "conformance-report.json").exists()
 
 
-def _behaviour(injects_faults: bool) -> Any:
+def _behaviour(injects_faults: bool, faults: tuple[str, ...] = ()) -> Any:
     from conformance.framework.catalog import Behaviour
 
     return Behaviour(
         "core/x/y", "A ModelServing MUST do y.", "api-reference-workload-v1alpha1.txt#ModelServingSpec", "Core",
-        injects_faults=injects_faults,
+        injects_faults=injects_faults, faults=faults,
     )  # fmt: skip
 
 
+NOT_READY_AND_RESTART = ("not-ready", "restart")
+
+
 @pytest.mark.parametrize(
-    ("injects_faults", "provider", "injects", "supported", "expected"),
+    ("injects_faults", "faults", "provider", "injects", "supported", "expected"),
     [
-        pytest.param(False, "existing", frozenset(), True, "run", id="no-faults-needed"),
-        pytest.param(True, "local", frozenset({"not-ready"}), True, "run", id="local-injects"),
-        pytest.param(True, "existing", frozenset(), True, "inconclusive here: the existing provider", id="existing"),
-        pytest.param(True, "existing", frozenset(), False, "not-supported", id="unsupported-first"),
+        pytest.param(False, (), "existing", frozenset(), True, "run", id="no-faults-needed"),
+        pytest.param(True, (), "local", frozenset({"not-ready"}), True, "run", id="local-injects"),
+        pytest.param(
+            True, (), "existing", frozenset(), True, "inconclusive here: the existing provider", id="existing"
+        ),
+        pytest.param(True, (), "existing", frozenset(), False, "not-supported", id="unsupported-first"),
+        pytest.param(True, NOT_READY_AND_RESTART, "local", frozenset(Fault), True, "run", id="local-every-kind"),
+        pytest.param(  # kind restarts containers but cannot hold a Pod NotReady
+            True,
+            NOT_READY_AND_RESTART,
+            "kind",
+            frozenset({Fault.RESTART}),
+            True,
+            "inconclusive here: the kind provider cannot inject not-ready into Pods",
+            id="kind-lacks-one-kind",
+        ),
+        pytest.param(True, ("restart",), "kind", frozenset({Fault.RESTART}), True, "run", id="kind-restart-only"),
     ],
 )
 def test_dry_run_says_which_behaviours_the_cluster_cannot_run(
-    injects_faults: bool, provider: str, injects: frozenset[str], supported: bool, expected: str
+    injects_faults: bool,
+    faults: tuple[str, ...],
+    provider: str,
+    injects: frozenset[Any],
+    supported: bool,
+    expected: str,
 ) -> None:
     from conformance.framework.support import support_from_flags
     from conformance.run.orchestration import dry_run_verdict
 
     support = support_from_flags("impl", "1", None if not supported else [], supported)
-    assert dry_run_verdict(_behaviour(injects_faults), support, provider, injects).startswith(expected)
+    verdict = dry_run_verdict(_behaviour(injects_faults, faults), support, provider, injects)
+    assert verdict.startswith(expected), verdict
 
 
 def test_the_catalog_knows_which_tests_inject_faults() -> None:
     behaviours = {b.id: b for b in catalog.collect()}
     assert behaviours["core/recovery/role-recreate-failed-pod"].injects_faults
+    assert behaviours["core/recovery/role-recreate-failed-pod"].faults == ("fail",)
+    assert behaviours["rollout/sg/unready-counts-against-budget"].faults == ("not-ready", "clear")  # via helpers
     assert not behaviours["core/spec/defaults"].injects_faults
+    missing = [b.id for b in behaviours.values() if b.injects_faults and not b.faults]
+    assert missing == [], "a test taking the faults fixture names no Fault kind the catalog could read"

@@ -44,11 +44,7 @@ def _selects(markexpr: str, marks: set[str]) -> bool:
     ],
 )
 def test_every_integration_test_runs_in_exactly_one_pass(marks: set[str], expected: str) -> None:
-    chosen = [
-        p.name
-        for p in tp.passes(2, 3)
-        if p.name != "unit" and _selects(p.args[p.args.index("-m") + 1], marks)
-    ]
+    chosen = [p.name for p in tp.passes(2, 3) if p.name != "unit" and _selects(p.args[p.args.index("-m") + 1], marks)]
     assert chosen == [expected]
 
 

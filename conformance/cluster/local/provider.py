@@ -228,6 +228,7 @@ class LocalProvider(Provider):
                 proc.stdout.close()
         (layout.root / STARTING).unlink(missing_ok=True)  # the supervisor holds the lock now
         info = self.info(spec.name)
+        self._declare(info)
         info.details["timings"] = {**ready.get("timings", {}), "up_total": round(time.monotonic() - started, 3)}
         if binaries.build_seconds is not None:
             info.details["timings"]["build"] = round(binaries.build_seconds, 1)
@@ -406,3 +407,15 @@ class LocalProvider(Provider):
 
     def fault_injector(self, info: ClusterInfo) -> FaultInjector:
         return kwok_fault_injector(info.kubeconfig, info.context)
+
+    def _declare(self, info: ClusterInfo) -> None:
+        """Write what this cluster can do into it (:mod:`..declared`), for runs that reach it later
+        through ``--provider existing``."""
+        from kubernetes import client
+
+        from ..declared import Declared, publish
+        from ..kube import api_client
+
+        dns = info.details.get("dns")
+        made_by = f"kthena-conformance local provider, cluster '{info.name}'"
+        publish(client.CoreV1Api(api_client(info.kubeconfig, info.context)), Declared(self.injects, dns, made_by))

@@ -1,0 +1,75 @@
+"""A cluster's declared capabilities (conformance.cluster.declared) and the webhook configuration
+an implementer registers (conformance.run.webhooks): pure, table-driven, no cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conformance.cli import main
+from conformance.cluster.declared import Declared, parse, record
+from conformance.cluster.faults import Fault
+from conformance.run.webhooks import WebhookInputError, check_url, configuration
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [
+        Declared(frozenset(Fault), "127.0.0.1:5353", "local provider, cluster 'a'"),
+        Declared(frozenset({Fault.RESTART}), None, "someone"),
+        Declared(frozenset(), None, "someone"),
+    ],
+)
+def test_a_declaration_reads_back_as_written(declared: Declared) -> None:
+    assert parse(record(declared)["data"]) == declared
+
+
+@pytest.mark.parametrize(
+    ("data", "faults", "dns"),
+    [
+        (None, None, None),  # no ConfigMap data: nothing declared
+        ({}, None, None),
+        ({"faults": "restart,levitate", "madeBy": "x"}, {Fault.RESTART}, None),  # unknown kinds are ignored
+        ({"faults": "", "dns": "10.0.0.10:53"}, set(), "10.0.0.10:53"),
+    ],
+)
+def test_a_declaration_is_parsed_leniently(
+    data: dict[str, str] | None, faults: set[Fault] | None, dns: str | None
+) -> None:
+    found = parse(data)
+    if faults is None:
+        assert found is None
+    else:
+        assert found is not None and found.faults == faults and found.dns == dns
+
+
+def test_the_webhook_configuration_validates_modelservings_and_optionally_evictions() -> None:
+    only = configuration("mine", "https://127.0.0.1:9443/validate", "Q0E=")
+    assert [w["rules"][0]["resources"] for w in only["webhooks"]] == [["modelservings"]]
+    assert only["webhooks"][0]["clientConfig"] == {"url": "https://127.0.0.1:9443/validate", "caBundle": "Q0E="}
+    both = configuration("mine", "https://h/v", "Q0E=", eviction_url="https://h/e")
+    assert [w["rules"][0]["resources"] for w in both["webhooks"]] == [["modelservings"], ["pods/eviction"]]
+    assert all(w["failurePolicy"] == "Fail" for w in both["webhooks"])
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9443/v", "127.0.0.1:9443", "https://"])
+def test_a_webhook_url_the_api_server_cannot_call_is_refused_by_name(url: str) -> None:
+    with pytest.raises(WebhookInputError, match=r"--url: .*https://"):
+        check_url("--url", url)
+
+
+def test_register_without_a_ca_refuses_to_apply() -> None:
+    result = CliRunner().invoke(main, ["webhook", "register", "--url", "https://127.0.0.1:1/v"])
+    assert result.exit_code == 2 and "--ca-file: needed" in result.output and "Traceback" not in result.output
+
+
+def test_serve_cert_writes_a_ca_and_a_serving_pair_and_no_ca_key(tmp_path: Path) -> None:
+
+    where = tmp_path / "certs"
+    result = CliRunner().invoke(main, ["webhook", "serve-cert", "--dir", str(where)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in where.iterdir()) == ["ca.crt", "tls.crt", "tls.key"]
+    again = CliRunner().invoke(main, ["webhook", "serve-cert", "--dir", str(where)])
+    assert again.exit_code == 2 and "already holds" in again.output
