@@ -316,8 +316,9 @@ def binaries_path() -> None:
     "--implementation",
     type=click.Choice(["reference", "external"]),
     default="reference",
-    show_default=True,
-    help="deploy the reference controller, or test one already running in the cluster",
+    help="deploy the reference controller, or test one already running in the cluster (or started by "
+    "--implementation-command or the support file's launch)  [default: external when a command starts it, "
+    "else reference]",
 )
 @click.option("--support-file", type=click.Path(dir_okay=False, path_type=Path), help="ImplementationSupport YAML")
 @click.option("--supported-features", multiple=True, help="declare supported features (comma-separated)")
@@ -438,8 +439,8 @@ def run_command(
 
     named = click.get_current_context().get_parameter_source("name") is not click.core.ParameterSource.DEFAULT
     source = click.get_current_context().get_parameter_source("implementation")
-    if implementation_command is not None and source is click.core.ParameterSource.DEFAULT:
-        implementation = "external"  # a command is the implementation under test, never the reference
+    if source is click.core.ParameterSource.DEFAULT:
+        implementation = "auto"  # external when a command (flag or support file launch) starts it
     options = RunOptions(
         provider_name=provider_name,
         report_dir=report_dir,

@@ -67,5 +67,12 @@ def support_scaffold(name: str, version: str) -> str:
         "#                                  # harness starts it with --implementation-command)",
         "#   command: [kubectl, -n, my-system, rollout, restart, deployment/my-controller]",
         "#   timeoutSeconds: 120",
+        "# launch:                          # the harness installs and starts your implementation on the local",
+        "#                                  # provider (as run --implementation-command; not with those flags)",
+        "#   command: [./bin/my-controller, --webhook-port, \"{webhook_port}\"]   # argv, or one quoted string",
+        "#   manifests: [deploy/crds.yaml]  # applied before it starts; relative to this file",
+        "#   readyLog: caches synced        # ready once a line of its output matches (default: after 3 s)",
+        "#   readyTimeoutSeconds: 60",
+        "#   webhook: true                  # a loopback certificate and port: {webhook_port}, {webhook_cert}, ...",
     ]
     return "\n".join(lines) + "\n"

@@ -22,6 +22,12 @@ supported fails. So the declaration is checked hard, and every mistake is report
     controllerRestart:                 # optional: how the suite restarts the controller (see below)
       command: [kubectl, -n, my-system, rollout, restart, deployment/my-controller]
       timeoutSeconds: 120              # optional (default 120): the command must return by then
+    launch:                            # optional: the harness installs and starts your implementation
+      command: [./bin/my-controller, --webhook-port, "{webhook_port}"]  # argv (or one shell-quoted string)
+      manifests: [deploy/crds.yaml]    # optional: applied before it starts (paths relative to this file)
+      readyLog: "caches synced"        # optional: ready once a line of its output matches this regex
+      readyTimeoutSeconds: 60          # optional (default 60)
+      webhook: true                    # optional: the harness makes a loopback certificate and port
 
 Feature names match case-insensitively; the canonical spelling is kept. A feature may appear once,
 in one of the two lists, and a supported feature's prerequisites (``FeatureInfo.requires``) must be
@@ -37,12 +43,18 @@ from the suite's own template labels and need no declaration.
 plugin's Services keep their UIDs) run the declared argv (no shell) and expect it to return once
 the old controller process is gone and a new one is started; the suite then observes the new one
 reconcile. Without it those behaviours are inconclusive. When the harness runs the controller
-itself (the reference), it restarts it and this field is not needed.
+itself (the reference, or ``launch``), it restarts it and this field is not needed.
+
+``launch``: the declarative form of ``run --implementation-command`` and its
+``--implementation-manifest/-ready-log/-ready-timeout/-webhook`` flags (:mod:`conformance.run.launch`):
+with it, ``run --support-file FILE`` on the local provider starts the implementation itself. A
+support file with ``launch`` and those flags together is refused (one place says how to start it).
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,6 +131,19 @@ class ControllerRestart:
 
 
 @dataclass(frozen=True)
+class LaunchDeclaration:
+    """How the harness starts the implementation (the support file's ``launch``): the command as one
+    shell-quoted string, manifests as paths resolved against the file's directory."""
+
+    command: str
+    manifests: tuple[Path, ...] = ()
+    ready_log: str | None = None
+    ready_timeout: float = 60.0
+    webhook: bool = False
+    source: str = "support file"
+
+
+@dataclass(frozen=True)
 class Support:
     """The features an implementation supports, and the reasons it gave for the ones it does not.
 
@@ -132,6 +157,7 @@ class Support:
     source: str = "flags"
     pod_labels: PodLabels = field(default_factory=PodLabels)
     restart: ControllerRestart | None = None
+    launch: LaunchDeclaration | None = None
 
     def supports(self, feature: Feature) -> bool:
         return feature in self.supported
@@ -222,6 +248,14 @@ class _ControllerRestart(_Strict):
     timeout_seconds: float = Field(default=120.0, gt=0, le=3600, alias="timeoutSeconds")
 
 
+class _Launch(_Strict):
+    command: Any  # a list of strings (argv) or one shell-quoted string: checked in _launch_declaration
+    manifests: list[str] = Field(default_factory=list)
+    ready_log: str | None = Field(default=None, alias="readyLog")
+    ready_timeout_seconds: float = Field(default=60.0, gt=0, le=3600, alias="readyTimeoutSeconds")
+    webhook: bool = False
+
+
 class _SupportFile(_Strict):
     api_version: Literal["conformance.kthena.io/v1alpha1"] = Field(alias="apiVersion")
     kind: Literal["ImplementationSupport"]
@@ -230,6 +264,7 @@ class _SupportFile(_Strict):
     unsupported_features: list[_Unsupported] = Field(default_factory=list, alias="unsupportedFeatures")
     pod_labels: _PodLabels = Field(default_factory=_PodLabels, alias="podLabels")
     controller_restart: _ControllerRestart | None = Field(default=None, alias="controllerRestart")
+    launch: _Launch | None = None
 
 
 def load_support(path: Path) -> Support:
@@ -276,6 +311,7 @@ def load_support(path: Path) -> Support:
     restart = parsed.controller_restart
     if restart is not None and not all(arg.strip() for arg in restart.command[:1]):
         problems.append("controllerRestart.command[0]: the program to run must not be empty")
+    launch = None if parsed.launch is None else _launch_declaration(parsed.launch, path, problems)
     if problems:
         raise SupportFileError([f"{source}: {p}" for p in problems])
     return Support(
@@ -286,6 +322,35 @@ def load_support(path: Path) -> Support:
         source=f"file:{source}",
         pod_labels=labels,
         restart=None if restart is None else ControllerRestart(tuple(restart.command), restart.timeout_seconds, source),
+        launch=launch,
+    )
+
+
+def _launch_declaration(raw: _Launch, path: Path, problems: list[str]) -> LaunchDeclaration | None:
+    """The ``launch`` section checked (command form, manifest files present); problems appended."""
+    command = raw.command
+    if isinstance(command, list) and command and all(isinstance(a, str) for a in command):
+        if not command[0].strip():
+            problems.append("launch.command[0]: the program to run must not be empty")
+        text = shlex.join(command)
+    elif isinstance(command, str) and command.strip():
+        text = command
+    else:
+        problems.append(f"launch.command: expected a list of strings (argv) or one non-empty string, got {command!r}")
+        return None
+    manifests = []
+    for i, name in enumerate(raw.manifests):
+        manifest = (path.parent / name) if not Path(name).is_absolute() else Path(name)
+        if not manifest.is_file():
+            problems.append(f"launch.manifests[{i}]: {name!r}: no such file (paths are relative to the support file)")
+        manifests.append(manifest)
+    return LaunchDeclaration(
+        command=text,
+        manifests=tuple(manifests),
+        ready_log=raw.ready_log,
+        ready_timeout=raw.ready_timeout_seconds,
+        webhook=raw.webhook,
+        source=str(path),
     )
 
 

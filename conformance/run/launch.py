@@ -41,6 +41,31 @@ class LaunchError(ValueError):
 
 
 @dataclass(frozen=True)
+class LaunchNames:
+    """What error messages call each launch setting: the run flags, or a support file's fields."""
+
+    command: str = "--implementation-command"
+    ready_log: str = "--implementation-ready-log"
+    ready_timeout: str = "--implementation-ready-timeout"
+    manifest: str = "--implementation-manifest"
+    webhook: str = "--implementation-webhook"
+
+    @classmethod
+    def of_file(cls, source: str) -> LaunchNames:
+        """The names in support file ``source``'s ``launch`` section."""
+        return cls(
+            command=f"{source}: launch.command",
+            ready_log=f"{source}: launch.readyLog",
+            ready_timeout=f"{source}: launch.readyTimeoutSeconds",
+            manifest=f"{source}: launch.manifests:",
+            webhook="webhook: true (in the launch section)",
+        )
+
+
+FLAGS = LaunchNames()
+
+
+@dataclass(frozen=True)
 class Launch:
     """What to start: argv (no shell), its ready pattern, extra environment."""
 
@@ -59,33 +84,33 @@ class Launch:
         ready_timeout: float = READY_TIMEOUT,
         manifests: list[Path] | None = None,
         webhook: bool = False,
+        names: LaunchNames = FLAGS,
     ) -> Launch:
-        """From the command line: ``command`` split as a POSIX shell would (quotes), never run by
-        one; ``manifests`` read and checked now, before any cluster exists."""
+        """From the command line (or a support file's ``launch``, ``names`` naming its fields):
+        ``command`` split as a POSIX shell would (quotes), never run by one; ``manifests`` read and
+        checked now, before any cluster exists."""
         try:
             argv = tuple(shlex.split(command))
         except ValueError as exc:
-            raise LaunchError(f"--implementation-command: cannot split {command!r}: {exc}") from None
+            raise LaunchError(f"{names.command}: cannot split {command!r}: {exc}") from None
         if not argv:
-            raise LaunchError("--implementation-command: empty; give the program to start and its arguments")
+            raise LaunchError(f"{names.command}: empty; give the program to start and its arguments")
         pattern = None
         if ready_log:
             try:
                 pattern = re.compile(ready_log)
             except re.error as exc:
-                raise LaunchError(
-                    f"--implementation-ready-log: {ready_log!r} is not a regular expression: {exc}"
-                ) from None
+                raise LaunchError(f"{names.ready_log}: {ready_log!r} is not a regular expression: {exc}") from None
         if ready_timeout <= 0:
-            raise LaunchError(f"--implementation-ready-timeout: must be above 0, got {ready_timeout:g}")
-        read = tuple(read_manifests(manifests or []))
+            raise LaunchError(f"{names.ready_timeout}: must be above 0, got {ready_timeout:g}")
+        read = tuple(read_manifests(manifests or [], names.manifest))
         if not webhook:
             used = [f"{{{p}}}" for p in PLACEHOLDERS if any(f"{{{p}}}" in a for a in argv) or any(
                 f"{{{p}}}" in yaml.safe_dump(doc) for _, doc in read)]  # fmt: skip
             if used:
                 raise LaunchError(
-                    f"--implementation-command/--implementation-manifest use {', '.join(used)}: add "
-                    "--implementation-webhook for the harness to make the webhook's port and certificate"
+                    f"{names.command}/{names.manifest.rstrip(':')} use {', '.join(used)}: add "
+                    f"{names.webhook} for the harness to make the webhook's port and certificate"
                 )
         return cls(argv, pattern, ready_timeout, manifests=read, webhook=webhook)
 
@@ -96,7 +121,7 @@ class Launch:
 Manifest = tuple[str, dict[str, Any]]  # (where: "<file>: document <n> (<kind> <name>)", the object)
 
 
-def read_manifests(paths: list[Path]) -> list[Manifest]:
+def read_manifests(paths: list[Path], option: str = FLAGS.manifest) -> list[Manifest]:
     """Every object of the YAML files ``paths``, in order, each with where it came from;
     :class:`LaunchError` naming the file (and document) when one cannot be read or is not an
     object with apiVersion, kind and metadata.name."""
@@ -105,7 +130,7 @@ def read_manifests(paths: list[Path]) -> list[Manifest]:
         try:
             docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
         except (OSError, yaml.YAMLError) as exc:
-            raise LaunchError(f"--implementation-manifest {path}: cannot read it: {exc}") from None
+            raise LaunchError(f"{option} {path}: cannot read it: {exc}") from None
         for i, doc in enumerate(docs, start=1):
             meta = doc.get("metadata") if isinstance(doc, dict) else None
             if (
@@ -115,7 +140,7 @@ def read_manifests(paths: list[Path]) -> list[Manifest]:
                 or not (isinstance(meta, dict) and meta.get("name"))
             ):
                 raise LaunchError(
-                    f"--implementation-manifest {path}: document {i} is not a Kubernetes object "
+                    f"{option} {path}: document {i} is not a Kubernetes object "
                     "(apiVersion, kind and metadata.name are required)"
                 )
             out.append((f"{path}: document {i} ({doc['kind']} {meta['name']})", doc))
@@ -233,7 +258,7 @@ class RunningCommand:
         raise HarnessError(
             f"the implementation command was not ready within {self.launch.ready_timeout:g}s ({problem}): "
             f"{self.launch.describe()}",
-            f"its output is in {self.log}; --implementation-ready-log sets what 'ready' looks like",
+            f"its output is in {self.log}; --implementation-ready-log (launch.readyLog) sets what 'ready' means",
         )
 
     def stop(self, timeout: float = 20.0) -> None:

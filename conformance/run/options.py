@@ -41,7 +41,9 @@ class RunOptions:
     keep_cluster: bool = False
     cluster_name: str | None = None  # reuse (or make and keep) this cluster; default: a fresh one
     cluster_owner_pid: int | None = None  # with keep_cluster: the kept cluster still dies with this process
-    implementation: str = "reference"  # or "external"
+    # "reference", "external", or "auto": external when a command starts it (--implementation-command
+    # or the support file's launch), else the reference; run() resolves it once the support is read
+    implementation: str = "reference"
     support_file: Path | None = None
     supported_features: list[str] = field(default_factory=list)
     all_features: bool = False

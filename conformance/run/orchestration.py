@@ -34,6 +34,7 @@ Exit codes: 0 every selected profile succeeded; 1 a profile is failure, partial 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -115,12 +116,14 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
         if options.shard is not None:
             shard = Shard.parse(options.shard)
             data["run"]["shard"] = shard.as_report([])
+        declared = _support(options)
+        options = _resolve_implementation(options, declared)
         capabilities, options, plan = load_accelerators(options, data, behaviours)
-        support = effective_support(_support(options), capabilities)
+        support = effective_support(declared, capabilities)
         selection = Selection.parse(options.profiles, options.features, options.ids, include_slow=not options.skip_slow)
         selection.check_ids(behaviours)
         timeouts = Timeouts.from_options(options.timeout_scale, options.timeouts)
-        launch = _launch(options)
+        launch = _launch(options, declared)
         check_cluster_options(options)
     except (
         SupportFileError, SelectionError, TimeoutConfigError, CapabilityFileError, LaunchError, RunOptionError
@@ -128,7 +131,7 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
         data["error"] = {"message": str(exc), "hint": "see `kthena-conformance run --help`"}
         result.exit_code = EXIT_USAGE
         return _finish(result, options, started)
-    data["implementation"] = {**support.as_report(), "deployedBy": _deployed_by(options)}
+    data["implementation"] = {**support.as_report(), "deployedBy": _deployed_by(options, launch)}
     if launch is not None:
         data["implementation"]["command"] = list(launch.command)
     data["run"]["selection"] = selection.as_report()
@@ -277,10 +280,42 @@ def _in_pass(b: Any, pass_name: str) -> bool:
     return in_pass(b, pass_name)
 
 
-def _launch(options: RunOptions) -> Launch | None:
-    """The implementation command to start, checked; None when the harness starts none."""
+def _resolve_implementation(options: RunOptions, support: Any) -> RunOptions:
+    """``auto`` made concrete: external when a command starts it (flag or support file), else the reference."""
+    if options.implementation != "auto":
+        return options
+    starts = options.implementation_command is not None or getattr(support, "launch", None) is not None
+    return dataclasses.replace(options, implementation="external" if starts else "reference")
+
+
+def _launch(options: RunOptions, support: Any = None) -> Launch | None:
+    """The implementation command to start, checked; None when the harness starts none. From the
+    ``--implementation-*`` flags or the support file's ``launch`` (never both)."""
+    from .launch import LaunchNames
+
+    flags = bool(options.implementation_manifests or options.implementation_ready_log or options.implementation_webhook)
+    declared = getattr(support, "launch", None)
+    if declared is not None:
+        if options.implementation_command is not None or flags:
+            raise LaunchError(
+                f"{declared.source}: launch: the support file already says how to start the implementation; "
+                "drop --implementation-command/-manifest/-ready-log/-webhook (or the launch section)"
+            )
+        if options.implementation == "reference":
+            raise LaunchError(
+                f"{declared.source}: launch starts your implementation: run it with --implementation external "
+                "(or leave --implementation out)"
+            )
+        return Launch.parse(
+            declared.command,
+            declared.ready_log,
+            declared.ready_timeout,
+            list(declared.manifests),
+            declared.webhook,
+            names=LaunchNames.of_file(declared.source),
+        )
     if options.implementation_command is None:
-        if options.implementation_manifests or options.implementation_ready_log or options.implementation_webhook:
+        if flags:
             raise LaunchError(
                 "--implementation-manifest, --implementation-ready-log and --implementation-webhook need "
                 "--implementation-command"
@@ -318,10 +353,10 @@ def _names(docs: list[dict[str, Any]]) -> str:
     return ", ".join(f"{d['kind']} {d['metadata']['name']}" for d in docs)
 
 
-def _deployed_by(options: RunOptions) -> str:
+def _deployed_by(options: RunOptions, launch: Launch | None) -> str:
     if options.implementation == "reference":
         return "harness"
-    return "harness-command" if options.implementation_command is not None else "external"
+    return "harness-command" if launch is not None else "external"
 
 
 def _support(options: RunOptions) -> Any:
@@ -336,7 +371,9 @@ def _support(options: RunOptions) -> Any:
             options.supported_features,
             options.all_features,
         )
-    if options.implementation == "reference":
+    if options.implementation == "reference" or (
+        options.implementation == "auto" and options.implementation_command is None
+    ):
         return load_support(REFERENCE_SUPPORT)
     raise SupportFileError(
         "an external implementation must declare what it supports: --support-file FILE, "

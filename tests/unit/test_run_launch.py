@@ -10,8 +10,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from conformance.cluster.errors import HarnessError
 from conformance.cluster.local.processes import pid_alive as alive
@@ -265,3 +267,72 @@ def test_a_placeholder_without_implementation_webhook_is_refused(tmp_path: Path)
     with pytest.raises(LaunchError, match=r"use \{webhook_ca_bundle\}"):
         Launch.parse("ctl", manifests=[config])
     assert is_webhook_configuration(Launch.parse("ctl", manifests=[config], webhook=True).manifests[0][1])
+
+
+# -- the launch from a support file, or from the flags (never both) ------------------------------------
+
+
+def _declared(tmp_path: Path, **launch: Any) -> Any:
+    from conformance.framework.support import load_support
+
+    path = tmp_path / "support.yaml"
+    body = {"apiVersion": "conformance.kthena.io/v1alpha1", "kind": "ImplementationSupport",
+            "implementation": {"name": "x", "version": "1"}, "supportedFeatures": ["Core"], "launch": launch}  # fmt: skip
+    path.write_text(yaml.safe_dump(body))
+    return load_support(path)
+
+
+def test_a_support_files_launch_starts_an_external_implementation(tmp_path: Path) -> None:
+    from conformance.run.options import RunOptions
+    from conformance.run.orchestration import _launch, _resolve_implementation
+
+    support = _declared(tmp_path, command=["ctl", "--port", "{webhook_port}"], webhook=True, readyLog="ready")
+    options = _resolve_implementation(RunOptions(implementation="auto"), support)
+    assert options.implementation == "external"
+    launch = _launch(options, support)
+    assert launch is not None
+    assert launch.command == ("ctl", "--port", "{webhook_port}") and launch.webhook
+    assert launch.ready_log is not None and launch.ready_log.pattern == "ready"
+    # without a launch (or command) "auto" is the reference, as before
+    assert _resolve_implementation(RunOptions(implementation="auto"), None).implementation == "reference"
+    assert _resolve_implementation(
+        RunOptions(implementation="auto", implementation_command="c"), None
+    ).implementation == ("external")
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        pytest.param(
+            {"implementation_command": "other"},
+            "launch: the support file already says how to start",
+            id="command-flag-too",
+        ),
+        pytest.param(
+            {"implementation_webhook": True}, "drop --implementation-command/-manifest", id="webhook-flag-too"
+        ),
+        pytest.param({"implementation": "reference"}, "run it with --implementation external", id="reference"),
+    ],
+)
+def test_a_launch_in_the_file_and_on_the_command_line_is_refused(
+    tmp_path: Path, options: dict[str, Any], expected: str
+) -> None:
+    from conformance.run.options import RunOptions
+    from conformance.run.orchestration import _launch
+
+    support = _declared(tmp_path, command="ctl")
+    with pytest.raises(LaunchError, match=re.escape(expected)) as info:
+        _launch(RunOptions(**{"implementation": "external", **options}), support)
+    assert str(tmp_path / "support.yaml") in str(info.value)
+
+
+def test_a_bad_launch_in_a_file_names_the_files_field(tmp_path: Path) -> None:
+    from conformance.run.options import RunOptions
+    from conformance.run.orchestration import _launch
+
+    support = _declared(tmp_path, command="ctl --cert {webhook_cert}", readyLog="(")
+    with pytest.raises(LaunchError, match=re.escape(f"{tmp_path / 'support.yaml'}: launch.readyLog: '(' is not")):
+        _launch(RunOptions(implementation="external"), support)
+    support = _declared(tmp_path, command="ctl --cert {webhook_cert}")
+    with pytest.raises(LaunchError, match=re.escape("use {webhook_cert}: add webhook: true (in the launch section)")):
+        _launch(RunOptions(implementation="external"), support)

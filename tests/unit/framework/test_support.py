@@ -395,3 +395,61 @@ def test_bad_controller_restart_names_the_field(tmp_path: Path, restart: dict[st
     with pytest.raises(SupportFileError) as info:
         load_support(write(tmp_path, with_(controllerRestart=restart)))
     assert any(expected in line for line in info.value.problems), info.value.problems
+
+
+# -- launch: how the harness starts the implementation -----------------------------------------------
+
+
+def test_launch_is_optional_and_kept_when_declared(tmp_path: Path) -> None:
+    assert load_support(write(tmp_path, VALID)).launch is None
+    (tmp_path / "deploy").mkdir()
+    (tmp_path / "deploy" / "crds.yaml").write_text("")
+    declared = with_(
+        launch={
+            "command": ["./bin/ctl", "--flag", "a b"],
+            "manifests": ["deploy/crds.yaml"],
+            "readyLog": "caches synced",
+            "readyTimeoutSeconds": 30,
+            "webhook": True,
+        }
+    )
+    launch = load_support(write(tmp_path, declared)).launch
+    assert launch is not None
+    assert launch.command == "./bin/ctl --flag 'a b'"  # argv, quoted for Launch.parse's split
+    assert launch.manifests == (tmp_path / "deploy" / "crds.yaml",)  # relative to the support file
+    assert (launch.ready_log, launch.ready_timeout, launch.webhook) == ("caches synced", 30.0, True)
+    assert launch.source == str(tmp_path / "support.yaml")
+    minimal = load_support(write(tmp_path, with_(launch={"command": "ctl --x 'y z'"}))).launch
+    assert minimal is not None
+    assert (minimal.command, minimal.manifests, minimal.ready_log, minimal.ready_timeout, minimal.webhook) == (
+        "ctl --x 'y z'",
+        (),
+        None,
+        60.0,
+        False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("launch", "expected"),
+    [
+        pytest.param({}, "launch.command: required field is missing", id="no-command"),
+        pytest.param({"command": []}, "launch.command: expected a list of strings (argv) or one", id="empty-list"),
+        pytest.param({"command": "  "}, "launch.command: expected a list of strings", id="blank-string"),
+        pytest.param({"command": [1, 2]}, "launch.command: expected a list of strings", id="numbers"),
+        pytest.param({"command": [" "]}, "launch.command[0]: the program to run must not be empty", id="blank"),
+        pytest.param(
+            {"command": "c", "manifests": ["nope.yaml"]},
+            "launch.manifests[0]: 'nope.yaml': no such file",
+            id="missing-manifest",
+        ),
+        pytest.param({"command": "c", "readyTimeoutSeconds": 0}, "launch.readyTimeoutSeconds:", id="zero-timeout"),
+        pytest.param({"command": "c", "webhook": "yes"}, "launch.webhook:", id="webhook-not-bool"),
+        pytest.param({"command": "c", "shell": True}, "launch.shell: unknown field", id="unknown"),
+    ],
+)
+def test_bad_launch_names_the_field(tmp_path: Path, launch: dict[str, Any], expected: str) -> None:
+    with pytest.raises(SupportFileError) as info:
+        load_support(write(tmp_path, with_(launch=launch)))
+    assert any(expected in line for line in info.value.problems), info.value.problems
+    assert all(line.startswith(str(tmp_path / "support.yaml")) for line in info.value.problems)
