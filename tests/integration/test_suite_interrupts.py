@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -84,7 +85,9 @@ def test_ctrl_c_leaves_a_report_saying_so_and_no_leftovers(cluster_name: str, tm
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert proc.returncode == 130, out.decode(errors="replace")[-3000:]
+    shown = out.decode(errors="replace")
+    assert proc.returncode == 130, shown[-3000:]
+    assert "verdict: error" in shown and "interrupted" in shown, shown[-3000:]  # what the terminal says
     report = json.loads((tmp_path / "conformance-report.json").read_text())
     assert report["run"]["interrupted"] is True
     assert report["verdict"] == "error" and report["exitCode"] == 130
@@ -112,5 +115,7 @@ def test_a_killed_worker_is_an_error_in_the_report(cluster_name: str, tmp_path: 
     report = json.loads((tmp_path / "conformance-report.json").read_text())
     errors = [t for t in report["tests"] if t["outcome"] == "error"]
     assert errors, f"a killed worker must show as an error; tests: {report['tests']}"
-    assert report["verdict"] != "success" and proc.returncode == 1, out.decode(errors="replace")[-3000:]
+    shown = out.decode(errors="replace")
+    assert report["verdict"] != "success" and proc.returncode == 1, shown[-3000:]
+    assert re.search(r"\berror\s+core/recovery/", shown) and "verdict: " in shown, shown[-3000:]  # the terminal
     assert suite_namespaces(cluster_name) == [], "the run sweeps its own namespaces at the end"
