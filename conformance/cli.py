@@ -271,13 +271,15 @@ def binaries() -> None:
 
 @binaries.command("build")
 @click.option("--force", is_flag=True, help="rebuild even when the cache is complete")
-def binaries_build(force: bool) -> None:
+@click.option("--real-nodes", is_flag=True, help="also build the real nodes' kubelet, containerd (with its runc shim "
+              "and ctr) and crictl")  # fmt: skip
+def binaries_build(force: bool, real_nodes: bool) -> None:
     """Build (or verify) the cached binaries; prints their directory."""
     from .cluster.binaries import BinaryCache
 
     try:
         cache = BinaryCache()
-        result = cache.ensure(force=force, progress=_progress_printer())
+        result = cache.ensure(force=force, progress=_progress_printer(), real_nodes=real_nodes)
         cache.load(result.versions, deep=True)
     except HarnessError as exc:
         _fail(exc)

@@ -9,7 +9,10 @@ do not couple). The first build takes many minutes on two cores; afterwards ever
 binaries in ``<cache>/bin/<versions>/`` and starts in seconds.
 
 CoreDNS (the optional DNS server, ``gomodules/coredns``) is an *extra*: built on demand into
-the same directory with its own recipe digest and manifest entry, never required. A set without it
+the same directory with its own recipe digest and manifest entry, never required. So are the
+real-node binaries (kubelet from the control-plane module's ``realnode/kubelet``, containerd with
+its runc shim and ``ctr`` from ``gomodules/containerd``, crictl from ``gomodules/critools``),
+built only when asked for (``ensure(real_nodes=True)``, ``binaries build --real-nodes``). A set without it
 is complete (the cluster then runs without DNS); adding, changing or failing to build it never
 invalidates the control-plane binaries.
 
@@ -39,7 +42,7 @@ from filelock import FileLock
 
 from .errors import HarnessError
 from .paths import binaries_root, go_modules_root
-from .versions import COREDNS, FALLBACKS, PINNED, Versions
+from .versions import CONTAINERD, COREDNS, CRICTL, FALLBACKS, PINNED, Versions
 
 Progress = Callable[[str], None]
 
@@ -50,6 +53,9 @@ CONTROL_PLANE = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 ALL_BINARIES = ("etcd", *CONTROL_PLANE, "kwok", "kwokctl")
 # Optional binaries built next to a set on demand; a set is complete without them.
 EXTRAS = ("coredns",)
+REAL_NODE_BINARIES = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "crictl")
+# How a binary prints its version when ``--version`` is not it (the runc shim uses Go's flag package).
+VERSION_ARGS: dict[str, tuple[str, ...]] = {"containerd-shim-runc-v2": ("-v",)}
 MIN_GO = (1, 26)
 HEARTBEAT = 30.0  # seconds between "still compiling" lines during a build
 MODULE_MISSING_HINT = (
@@ -70,26 +76,35 @@ class GoBuild:
     packages: tuple[str, ...]
     ldflags: tuple[str, ...]
     outputs: tuple[str, ...]
+    tags: tuple[str, ...] = ()  # build tags (containerd: leave out the btrfs, devmapper, zfs snapshotters)
 
     def argv(self, out_dir: Path) -> list[str]:
         # A single package is written to an explicit file name: `go build` would name etcd's
         # binary after its module path ("server"), not "etcd".
         single = len(self.packages) == 1 and len(self.outputs) == 1
         target = str(out_dir / self.outputs[0]) if single else str(out_dir) + os.sep
-        return ["go", "build", "-v", "-trimpath", "-ldflags", " ".join(self.ldflags), "-o", target, *self.packages]
+        tags = ["-tags", " ".join(self.tags)] if self.tags else []
+        return ["go", "build", "-v", "-trimpath", *tags, "-ldflags", " ".join(self.ldflags), "-o", target,
+                *self.packages]  # fmt: skip
 
 
-def build_plan(versions: Versions) -> tuple[GoBuild, ...]:
-    """The ``go build`` invocations that produce every binary for ``versions`` (pure)."""
-    k8s_ld = ["-s", "-w"]
+def kubernetes_ldflags(versions: Versions) -> list[str]:
+    """Linker flags that stamp a Kubernetes binary with its version (``--version`` shows it). Pure."""
+    flags = ["-s", "-w"]
     major, minor = versions.kubernetes_minor.split(".")
     for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
-        k8s_ld += [
+        flags += [
             f"-X {pkg}.gitVersion={versions.kubernetes}",
             f"-X {pkg}.gitMajor={major}",
             f"-X {pkg}.gitMinor={minor}",
             f"-X {pkg}.gitTreeState=clean",
         ]
+    return flags
+
+
+def build_plan(versions: Versions) -> tuple[GoBuild, ...]:
+    """The ``go build`` invocations that produce every binary for ``versions`` (pure)."""
+    k8s_ld = kubernetes_ldflags(versions)
     kwok_ld = [
         "-s",
         "-w",
@@ -122,18 +137,38 @@ def go_mod_edits(module: str, versions: Versions) -> list[list[str]]:
     return [["-require", f"sigs.k8s.io/kwok@{versions.kwok}"]]
 
 
-def extras_plan() -> tuple[GoBuild, ...]:
-    """The ``go build`` invocations of the optional binaries (pure).
+def extras_plan(real_nodes: bool = False) -> tuple[GoBuild, ...]:
+    """The ``go build`` invocations of the optional binaries (pure): CoreDNS, and with
+    ``real_nodes`` the kubelet, containerd (its runc shim, ``ctr``) and crictl.
 
     CoreDNS is built from its checked-in wrapper module for every version set: it talks to the
-    API server through client-go and does not follow the control plane's patch version.
+    API server through client-go and does not follow the control plane's patch version. The
+    kubelet comes from the control-plane module, so it is the pinned Kubernetes version.
     """
+    coredns = GoBuild(
+        "coredns",
+        (".",),
+        ("-s", "-w", f"-X github.com/coredns/coredns/coremain.GitCommit={COREDNS}"),
+        ("coredns",),
+    )
+    if not real_nodes:
+        return (coredns,)
+    containerd = "github.com/containerd/containerd/v2"
     return (
+        coredns,
+        GoBuild("controlplane", ("./realnode/kubelet",), tuple(kubernetes_ldflags(PINNED)), ("kubelet",)),
         GoBuild(
-            "coredns",
-            (".",),
-            ("-s", "-w", f"-X github.com/coredns/coredns/coremain.GitCommit={COREDNS}"),
-            ("coredns",),
+            "containerd",
+            tuple(f"{containerd}/cmd/{name}" for name in ("containerd", "containerd-shim-runc-v2", "ctr")),
+            ("-s", "-w", f"-X {containerd}/version.Version={CONTAINERD}"),
+            ("containerd", "containerd-shim-runc-v2", "ctr"),
+            tags=("no_btrfs", "no_devmapper", "no_zfs"),
+        ),
+        GoBuild(
+            "critools",
+            ("sigs.k8s.io/cri-tools/cmd/crictl",),
+            ("-s", "-w", f"-X sigs.k8s.io/cri-tools/pkg/version.Version={CRICTL}"),
+            ("crictl",),
         ),
     )
 
@@ -263,7 +298,7 @@ class BinaryCache:
                 raise self._corrupt(directory, f"manifest.json does not list {name}")
             self._verify(directory, name, entry, deep=deep)
         extras: dict[str, Path] = {}
-        for step in extras_plan():
+        for step in extras_plan(real_nodes=True):
             digest = extra_recipe_digest(step)
             for name in step.outputs:
                 entry = entries.get(name)
@@ -293,7 +328,7 @@ class BinaryCache:
                 "point KTHENA_BIN_DIR at a directory with all control-plane binaries, or unset it "
                 "to build them with `make binaries`",
             )
-        extras = {n: directory / n for n in EXTRAS if (directory / n).is_file()}
+        extras = {n: directory / n for n in (*EXTRAS, *REAL_NODE_BINARIES) if (directory / n).is_file()}
         return BinarySet(directory, versions, {"source": "KTHENA_BIN_DIR"}, extras)
 
     @staticmethod
@@ -314,6 +349,7 @@ class BinaryCache:
         progress: Progress = _quiet,
         extras: bool = True,
         retry_failed_extras: bool = True,
+        real_nodes: bool = False,
     ) -> BinarySet:
         """A verified binary set, building it (or a fallback version set) when needed.
 
@@ -325,7 +361,7 @@ class BinaryCache:
         if not force:
             found = self.load(versions)
             if found is not None:
-                return self._ensure_extras(found, progress, retry_failed_extras) if extras else found
+                return self._ensure_extras(found, progress, retry_failed_extras, real_nodes) if extras else found
         if os.environ.get("KTHENA_BIN_DIR"):
             return self._load_override(Path(os.environ["KTHENA_BIN_DIR"]), versions)
         go = find_go()
@@ -334,7 +370,7 @@ class BinaryCache:
             built = None if force else self.load(versions)  # another process may have built it meanwhile
             if built is None:
                 built = self._build_with_fallbacks(go, versions, try_fallbacks, progress)
-        return self._ensure_extras(built, progress, retry_failed_extras) if extras else built
+        return self._ensure_extras(built, progress, retry_failed_extras, real_nodes) if extras else built
 
     def _build_with_fallbacks(self, go: str, versions: Versions, try_fallbacks: bool, progress: Progress) -> BinarySet:
         candidates = [versions, *FALLBACKS] if try_fallbacks and versions == PINNED else [versions]
@@ -353,11 +389,11 @@ class BinaryCache:
     # -- optional extras ------------------------------------------------------------------------
 
     @staticmethod
-    def _missing_extras(found: BinarySet, retry_failed: bool) -> list[GoBuild]:
+    def _missing_extras(found: BinarySet, retry_failed: bool, real_nodes: bool = False) -> list[GoBuild]:
         failed = found.manifest.get("extras_failed")
         failed = failed if isinstance(failed, dict) else {}
         missing = []
-        for step in extras_plan():
+        for step in extras_plan(real_nodes):
             if all(name in found.extras for name in step.outputs):
                 continue
             earlier = failed.get(step.module)
@@ -366,9 +402,11 @@ class BinaryCache:
             missing.append(step)
         return missing
 
-    def _ensure_extras(self, found: BinarySet, progress: Progress, retry_failed: bool) -> BinarySet:
+    def _ensure_extras(self, found: BinarySet, progress: Progress, retry_failed: bool, real_nodes: bool) -> BinarySet:
         """``found`` with its missing optional binaries built into its directory (best effort)."""
-        if found.manifest.get("source") == "KTHENA_BIN_DIR" or not self._missing_extras(found, retry_failed):
+        if found.manifest.get("source") == "KTHENA_BIN_DIR" or not self._missing_extras(
+            found, retry_failed, real_nodes
+        ):
             return found
         try:
             go = find_go()
@@ -378,7 +416,7 @@ class BinaryCache:
         with FileLock(str(self.root / ".build.lock")):
             current = self.load(found.versions) or found  # another process may have built them
             spent = 0.0
-            for step in self._missing_extras(current, retry_failed):
+            for step in self._missing_extras(current, retry_failed, real_nodes):
                 t0 = time.monotonic()
                 self._build_extra(go, current, step, progress)
                 spent += time.monotonic() - t0
@@ -540,7 +578,7 @@ def _tail(path: Path, n: int) -> list[str]:
 
 def _version_of(path: Path) -> str:
     """The first line ``BINARY --version`` prints (proves the version stamp took)."""
-    args: Iterable[str] = ["--version"]
+    args: Iterable[str] = VERSION_ARGS.get(path.name, ("--version",))
     try:
         out = subprocess.run([str(path), *args], check=False, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:

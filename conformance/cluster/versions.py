@@ -50,6 +50,12 @@ FALLBACKS: tuple[Versions, ...] = (
 # digest, so pinning or changing it never invalidates the control-plane binaries.
 COREDNS = "v1.15.0"
 
+# The real nodes' container runtime and CRI client (conformance/cluster/gomodules/containerd and
+# critools), optional extras like CoreDNS: containerd 2.x for CDI (DRA devices reach containers) and
+# the CRI RuntimeConfig the kubelet reads its cgroup driver from; crictl of the Kubernetes minor.
+CONTAINERD = "v2.4.2"
+CRICTL = "v1.36.0"
+
 # kind's node image and the k3s image for the same Kubernetes minor. kindest/node tags follow
 # the Kubernetes version; k3s tags add a "+k3sN" build suffix (written "-k3sN" in image tags).
 KIND_NODE_IMAGE = f"kindest/node:{PINNED.kubernetes}"

@@ -17,16 +17,19 @@ from conformance.cluster.binaries import (
     ALL_BINARIES,
     CONTROL_PLANE,
     MIN_GO,
+    REAL_NODE_BINARIES,
+    VERSION_ARGS,
     BinaryCache,
     GoBuild,
     build_plan,
+    extras_plan,
     find_go,
     go_mod_edits,
     recipe_digest,
 )
 from conformance.cluster.errors import HarnessError
 from conformance.cluster.paths import go_modules_root
-from conformance.cluster.versions import FALLBACKS, K3S_IMAGE, KIND_NODE_IMAGE, PINNED, Versions
+from conformance.cluster.versions import CONTAINERD, CRICTL, FALLBACKS, K3S_IMAGE, KIND_NODE_IMAGE, PINNED, Versions
 
 MODULES = go_modules_root()
 FALLBACK = Versions(kubernetes="v1.36.1", etcd="v3.6.15", kwok="v0.8.0")
@@ -537,3 +540,52 @@ def test_find_go_accepts_new_enough(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_min_go_matches_the_hint() -> None:
     assert MIN_GO == (1, 26)
+
+
+# -- the real nodes' binaries: optional extras, built only when asked for -------------------------------
+
+
+def test_real_node_binaries_are_extras_built_only_when_asked_for() -> None:
+    assert [s.module for s in extras_plan()] == ["coredns"]
+    steps = {s.module: s for s in extras_plan(real_nodes=True)}
+    assert set(steps) == {"coredns", "controlplane", "containerd", "critools"}
+    outputs = [name for s in steps.values() if s.module != "coredns" for name in s.outputs]
+    assert sorted(outputs) == sorted(REAL_NODE_BINARIES)
+    assert steps["controlplane"].packages == ("./realnode/kubelet",)  # outside ./cmd/...: the core build skips it
+
+
+def test_kubelet_is_stamped_with_the_pinned_kubernetes_version() -> None:
+    kubelet = next(s for s in extras_plan(real_nodes=True) if s.outputs == ("kubelet",))
+    assert f"-X k8s.io/component-base/version.gitVersion={PINNED.kubernetes}" in kubelet.ldflags
+    main = MODULES / "controlplane" / "realnode" / "kubelet" / "main.go"
+    assert "k8s.io/kubernetes/cmd/kubelet/app" in main.read_text()
+
+
+def test_containerd_is_built_without_the_optional_snapshotters_and_stamped() -> None:
+    step = next(s for s in extras_plan(real_nodes=True) if s.module == "containerd")
+    argv = step.argv(Path("/out"))
+    assert argv[argv.index("-tags") + 1] == "no_btrfs no_devmapper no_zfs"
+    assert f"-X github.com/containerd/containerd/v2/version.Version={CONTAINERD}" in argv[argv.index("-ldflags") + 1]
+    assert argv[-3:] == [
+        f"github.com/containerd/containerd/v2/cmd/{n}" for n in ("containerd", "containerd-shim-runc-v2", "ctr")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("module", "path", "version", "tools"),
+    [
+        ("containerd", "github.com/containerd/containerd/v2", CONTAINERD,
+         {f"github.com/containerd/containerd/v2/cmd/{n}" for n in ("containerd", "containerd-shim-runc-v2", "ctr")}),
+        ("critools", "sigs.k8s.io/cri-tools", CRICTL, {"sigs.k8s.io/cri-tools/cmd/crictl"}),
+    ],
+)  # fmt: skip
+def test_real_node_go_mods_pin_the_versions_and_list_the_tools(
+    module: str, path: str, version: str, tools: set[str]
+) -> None:
+    text = _go_mod(module)
+    assert _requires(text)[path] == version
+    assert tools <= set(_directives(text, "tool"))
+
+
+def test_only_the_containerd_shim_needs_another_version_flag() -> None:
+    assert VERSION_ARGS == {"containerd-shim-runc-v2": ("-v",)}
