@@ -88,6 +88,15 @@ class Controllers:
         if self.current is not None:
             self.current.stop()
 
+    def logs(self, lines: int = 15) -> str:
+        """The last lines of every controller process's log (the killed ones' too)."""
+        parts = []
+        for n in range(1, self.starts + 1):
+            log = self.directory / f"ctrl-{n}.log"
+            text = log.read_text(errors="replace").splitlines()[-lines:] if log.exists() else ["<no log>"]
+            parts.append(f"--- controller {n} log ---\n" + "\n".join(text))
+        return "\n".join(parts)
+
     def tail(self, lines: int = 30) -> str:
         if self.current is None or not self.current.log.exists():
             return "<no log>"
@@ -205,6 +214,7 @@ class PodEvent:
     type: str  # ADDED | MODIFIED | DELETED
     name: str
     uid: str
+    deleting: bool = False  # the Pod had a deletionTimestamp (a graceful deletion was asked for)
 
 
 @dataclass
@@ -242,7 +252,7 @@ class PodHistory:
                     raise RuntimeError(f"watch: {raw['type']} {obj}")
                 meta = obj["metadata"]
                 with self._lock:
-                    self.events.append(PodEvent(raw["type"], meta["name"], meta["uid"]))
+                    self.events.append(PodEvent(raw["type"], meta["name"], meta["uid"], "deletionTimestamp" in meta))
                     if raw["type"] == "DELETED":
                         self.live.pop(meta["name"], None)
                     else:
@@ -305,6 +315,12 @@ class Window:
 
     def deleted(self, name: str) -> list[str]:
         return [e.uid for e in self.events if e.name == name and e.type == "DELETED"]
+
+    def story(self, names: set[str]) -> str:
+        """The window's events of ``names``, one line each, to explain a failed trial."""
+        return "\n".join(
+            f"{e.type:8} {e.name} {e.uid}{' (deleting)' if e.deleting else ''}" for e in self.events if e.name in names
+        )
 
     def touched(self, name: str) -> list[PodEvent]:
         """Creations and deletions of ``name`` (status updates aside)."""
@@ -442,9 +458,10 @@ def test_sigkill_during_role_recreate_rebuilds_the_instance_exactly_once(
             history.catch_up(pods)
             events = history.since(mark)
             for pod_name in sorted(instance):
-                assert events.deleted(pod_name) == [before[pod_name]], f"trial {trial}: {pod_name} deleted once"
+                story = f"\n--- events of the instance ---\n{events.story(instance)}\n{controllers.logs()}"
+                assert events.deleted(pod_name) == [before[pod_name]], f"trial {trial}: {pod_name} deleted once{story}"
                 assert events.created(pod_name) == [pods[pod_name].metadata.uid], (
-                    f"trial {trial}: {pod_name} rebuilt more than once: {events.created(pod_name)}"
+                    f"trial {trial}: {pod_name} rebuilt more than once: {events.created(pod_name)}{story}"
                 )
             for pod_name in sorted(set(pods) - instance):
                 assert pods[pod_name].metadata.uid == before[pod_name], f"trial {trial}: {pod_name} was rebuilt"

@@ -62,6 +62,7 @@ from .components import (
     fake_devices_objects,
     node_manifests,
 )
+from .kwok_guard import KWOK_USER, POLICY_NAME, guard_objects
 from .processes import free_ports, log_tail, port_in_use, spawn, stop_all
 
 START_TIMEOUT = float(os.environ.get("KTHENA_CLUSTER_START_TIMEOUT", "90"))
@@ -226,6 +227,7 @@ class Supervisor:
         if self.spec.crds:
             self.install_crds(api)
             self.timings["crds_established"] = self.elapsed()
+        self.guard_kwok(api)
         rest = [plan["kube-controller-manager"], plan["kube-scheduler"], plan["kwok"]]
         if "coredns" in plan:
             self.grant_coredns(api)
@@ -308,6 +310,16 @@ class Supervisor:
         return want <= have
 
     @staticmethod
+    def guard_kwok(api: RestClient) -> None:
+        """kwok's stale stages refused before it starts (:mod:`.kwok_guard`)."""
+        for path, body in guard_objects():
+            resp = api.post(path, body)
+            if resp.status not in (201, 409):
+                raise HarnessError(
+                    f"creating {body['kind']} {POLICY_NAME} failed: HTTP {resp.status} {resp.body[:300]!r}"
+                )
+
+    @staticmethod
     def grant_coredns(api: RestClient) -> None:
         """Read access for CoreDNS's user, before it starts (no retry backoff on Forbidden)."""
         for path, body in COREDNS_RBAC:
@@ -344,7 +356,7 @@ class Supervisor:
         ca.issue("kube-controller-manager", common_name="system:kube-controller-manager", client=True)
         ca.issue("kube-scheduler", common_name="system:kube-scheduler", client=True)
         # kwok plays every node's kubelet (status, leases, pod status): it gets cluster-admin.
-        ca.issue("kwok", common_name="kwok-controller", organization="system:masters", client=True)
+        ca.issue("kwok", common_name=KWOK_USER, organization="system:masters", client=True)
         service_account_keys(self.layout.pki)
         files = config_files(self.layout, self.spec, ports)
         if self.spec.device_nodes():
