@@ -87,6 +87,20 @@ class CertificateAuthority:
         _write(self.pair.cert, self.cert_pem, private=False)
         _write(self.pair.key, _key_pem(self._key), private=True)
 
+    @classmethod
+    def load(cls, directory: Path) -> CertificateAuthority:
+        """The CA a cluster was made with, read back from ``ca.crt`` and ``ca.key`` in ``directory``
+        (to issue more certificates for it later, e.g. a real node's)."""
+        ca = cls.__new__(cls)
+        ca.directory = directory
+        ca.pair = KeyPair(directory / "ca.crt", directory / "ca.key")
+        key = serialization.load_pem_private_key(ca.pair.key.read_bytes(), password=None)
+        if not isinstance(key, ec.EllipticCurvePrivateKey):
+            raise ValueError(f"{ca.pair.key}: not an EC private key")
+        ca._key = key
+        ca._cert = x509.load_pem_x509_certificate(ca.pair.cert.read_bytes())
+        return ca
+
     @property
     def cert_pem(self) -> bytes:
         return self._cert.public_bytes(serialization.Encoding.PEM)

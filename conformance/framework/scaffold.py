@@ -69,7 +69,7 @@ def support_scaffold(name: str, version: str) -> str:
         "#   timeoutSeconds: 120",
         "# launch:                          # the harness installs and starts your implementation on the local",
         "#                                  # provider (as run --implementation-command; not with those flags)",
-        "#   command: [./bin/my-controller, --webhook-port, \"{webhook_port}\"]   # argv, or one quoted string",
+        '#   command: [./bin/my-controller, --webhook-port, "{webhook_port}"]   # argv, or one quoted string',
         "#   manifests: [deploy/crds.yaml]  # applied before it starts; relative to this file",
         "#   readyLog: caches synced        # ready once a line of its output matches (default: after 3 s)",
         "#   readyTimeoutSeconds: 60",

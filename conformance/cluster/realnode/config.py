@@ -224,6 +224,7 @@ def kubelet_config(
     client_ca: Path,
     cluster_dns: Sequence[str],
     cluster_domain: str = "cluster.local",
+    taints: Sequence[Mapping[str, str]] = (),
 ) -> dict[str, Any]:
     """The KubeletConfiguration of one real node."""
     return {
@@ -255,6 +256,7 @@ def kubelet_config(
         "volumePluginDir": str(dirs.volume_plugins),
         "serializeImagePulls": False,
         "registerNode": True,
+        "registerWithTaints": [dict(t) for t in taints],
     }
 
 

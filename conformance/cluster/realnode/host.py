@@ -454,7 +454,7 @@ def _pids(proc: Path) -> list[int]:
         return []
 
 
-def _cgroup_hierarchies(cgroup_root: Path) -> list[Path]:
+def cgroup_hierarchies(cgroup_root: Path) -> list[Path]:
     """The root of every cgroup hierarchy: the unified root (v2), or each v1 (and hybrid) mount."""
     if (cgroup_root / "cgroup.controllers").exists():
         return [cgroup_root]
@@ -526,7 +526,7 @@ def take_snapshot(
         unavailable["nft"] = _error_text(exc)
 
     cgroups: set[str] = set()
-    for hierarchy in _cgroup_hierarchies(sysfs / "fs" / "cgroup"):
+    for hierarchy in cgroup_hierarchies(sysfs / "fs" / "cgroup"):
         _walk_cgroups(hierarchy, frozenset(cgroup_names), 1, False, cgroups)
 
     dirs = [p for d in process_dirs for p in {Path(d), Path(d).resolve()}]  # exe links are resolved paths

@@ -254,7 +254,17 @@ def subnet_conflicts(cidr: str, routes_text: str) -> list[str]:
         wanted = ipaddress.IPv4Network(cidr, strict=False)
     except ValueError as exc:
         raise HarnessError(f"the node bridge subnet {cidr!r} is not an IPv4 CIDR", "give it like 10.88.0.0/24") from exc
-    conflicts = []
+    return [
+        f"{cidr} overlaps {network} (route: {raw})"
+        for network, raw in route_destinations(routes_text)
+        if network.overlaps(wanted)
+    ]
+
+
+def route_destinations(routes_text: str) -> list[tuple[ipaddress.IPv4Network, str]]:
+    """The destinations of the routes in ``ip -4 route`` output, each with its line (the default
+    route and lines that name no destination left out; see :func:`subnet_conflicts`)."""
+    found = []
     for raw in routes_text.splitlines():
         words = raw.split()
         if words and words[0] in _ROUTE_TYPES:
@@ -262,12 +272,10 @@ def subnet_conflicts(cidr: str, routes_text: str) -> list[str]:
         if not words or words[0] == "default":
             continue
         try:
-            network = ipaddress.IPv4Network(words[0], strict=False)
+            found.append((ipaddress.IPv4Network(words[0], strict=False), raw.strip()))
         except ValueError:
             continue
-        if network.overlaps(wanted):
-            conflicts.append(f"{cidr} overlaps {network} (route: {raw.strip()})")
-    return conflicts
+    return found
 
 
 # --- readers ----------------------------------------------------------------------------------------------
