@@ -227,6 +227,12 @@ def components(layout: RunLayout, bin_dir: Path, ports: Ports) -> list[Component
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--authorization-mode=Node,RBAC",
+            # Reaching real nodes' kubelets (logs, exec, port-forward): by the address the kubelet
+            # registers (its bridge IP; a real node's name does not resolve), as a user the kubelet's
+            # webhook authorizer lets in.
+            "--kubelet-preferred-address-types=InternalIP,Hostname",
+            f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
+            f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
             # The default plugin set (NamespaceLifecycle, ServiceAccount, mutating and validating
             # webhooks, ValidatingAdmissionPolicy, ResourceQuota, ...) is left on.
             "--allow-privileged=true",

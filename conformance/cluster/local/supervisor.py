@@ -353,6 +353,13 @@ class Supervisor:
         ca = CertificateAuthority(self.layout.pki)
         ca.issue("apiserver", common_name="kube-apiserver", hosts=APISERVER_SANS, server=True)
         ca.issue("admin", common_name="kthena-admin", organization="system:masters", client=True)
+        # The API server's identity toward kubelets (as kubeadm's apiserver-kubelet-client).
+        ca.issue(
+            "apiserver-kubelet-client",
+            common_name="kube-apiserver-kubelet-client",
+            organization="system:masters",
+            client=True,
+        )
         ca.issue("kube-controller-manager", common_name="system:kube-controller-manager", client=True)
         ca.issue("kube-scheduler", common_name="system:kube-scheduler", client=True)
         # kwok plays every node's kubelet (status, leases, pod status): it gets cluster-admin.
