@@ -20,7 +20,7 @@ import yaml
 
 from .cluster.errors import HarnessError
 from .cluster.registry import PROVIDER_NAMES, get_provider
-from .cluster.spec import ClusterSpec, NodePool, load_crds
+from .cluster.spec import MAX_REAL_NODES, ClusterSpec, NodePool, load_crds
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -130,6 +130,13 @@ def device_pools(gpu_nodes: int | None, gpus: int, npu_nodes: int | None, npus: 
     help="a CRD manifest (YAML, several documents allowed) to install while the cluster starts; local: "
     "Established before kube-controller-manager starts, so its garbage collector knows it at once (repeatable)",
 )
+@click.option(
+    "--real-nodes",
+    type=click.IntRange(0, MAX_REAL_NODES),
+    default=None,
+    help="add a pool named real of N real nodes: containerd and a kubelet each, on this host "
+    "(local provider; root, runc, containernetworking-plugins, iptables, busybox-static)",
+)
 @click.option("--owner-pid", type=int, default=None, hidden=True, help="tear down when this process exits")
 def cluster_up(
     provider_name: str,
@@ -146,6 +153,7 @@ def cluster_up(
     npu_nodes: int | None,
     npus_per_node: int,
     crd_files: tuple[Path, ...],
+    real_nodes: int | None,
     owner_pid: int | None,
 ) -> None:
     """Bring a cluster up and print its kubeconfig path.
@@ -172,6 +180,10 @@ def cluster_up(
             pools = overrides.get("node_pools") or [p.model_dump() for p in spec.node_pools]
             names = {p["name"] for p in accelerators}
             overrides["node_pools"] = [p for p in pools if p["name"] not in names] + accelerators
+        if real_nodes is not None:
+            pools = overrides.get("node_pools") or [p.model_dump() for p in spec.node_pools]
+            real = NodePool(name="real", kind="real", count=real_nodes).model_dump()
+            overrides["node_pools"] = [p for p in pools if p["name"] != "real"] + [real]
         if crd_files:
             overrides["crds"] = [*spec.crds, *load_crds(list(crd_files))]
         spec = ClusterSpec.parse({**spec.model_dump(), **overrides}, source="cluster options")

@@ -1,7 +1,8 @@
 """What a cluster should look like, independent of the provider that makes it.
 
 A :class:`ClusterSpec` names the cluster and lists node pools (count, labels, capacity, taints).
-The local provider turns each pool into kwok-managed Nodes; kind turns pools into worker
+The local provider turns each pool into kwok-managed Nodes, or, for a pool of ``kind: real``, into
+real nodes (a containerd and a kubelet each, :mod:`.realnode`); kind turns pools into worker
 containers. Validated with pydantic so a bad ``--config`` file names the field and the reason.
 """
 
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import HarnessError
 
@@ -20,6 +21,8 @@ DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # A label key: optional DNS-subdomain prefix, then a name of at most 63 characters.
 LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+
+MAX_REAL_NODES = 4  # real nodes per cluster: each costs ~150 MB and a bridge, subnet and port set
 
 DEFAULT_CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "1Ti"}
 
@@ -54,11 +57,13 @@ class Taint(BaseModel):
 
 
 class NodePool(BaseModel):
-    """``count`` identical fake nodes named ``<name>-<i>``."""
+    """``count`` identical nodes named ``<name>-<i>``: fake (kwok) ones, or real ones (``kind: real``:
+    a containerd and a kubelet each on this host; ``capacity`` is then what the kubelet reports)."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: str = "worker"
+    kind: Literal["kwok", "real"] = "kwok"
     count: int = Field(default=2, ge=0, le=500)
     labels: dict[str, str] = Field(default_factory=dict)
     capacity: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_CAPACITY))
@@ -79,6 +84,21 @@ class NodePool(BaseModel):
             if not LABEL_VALUE.match(value):
                 raise ValueError(f"label value {value!r} for {key!r} is not a valid Kubernetes label value")
         return v
+
+    @model_validator(mode="after")
+    def _real_pools_fit(self) -> NodePool:
+        if self.kind == "real":
+            if self.count > MAX_REAL_NODES:
+                raise ValueError(f"a pool of kind real has at most {MAX_REAL_NODES} nodes, not {self.count}")
+            from fake_devices.drivers import DRIVERS
+
+            devices = [shape.count_label for shape in DRIVERS.values() if shape.count_label in self.labels]
+            if devices:
+                raise ValueError(
+                    f"label {devices[0]} on a pool of kind real: the fake DRA drivers' kubelet plugin does not "
+                    "run on real nodes yet; put accelerators on a kwok pool"
+                )
+        return self
 
     def node_names(self) -> list[str]:
         return [f"{self.name}-{i}" for i in range(self.count)]
@@ -148,8 +168,20 @@ class ClusterSpec(BaseModel):
             raise ValueError(f"node pool names must be unique, repeated: {', '.join(dupes)}")
         return v
 
+    @field_validator("node_pools")
+    @classmethod
+    def _real_nodes_fit(cls, v: list[NodePool]) -> list[NodePool]:
+        real = sum(p.count for p in v if p.kind == "real")
+        if real > MAX_REAL_NODES:
+            raise ValueError(f"at most {MAX_REAL_NODES} real nodes per cluster, {real} asked for")
+        return v
+
     def node_names(self) -> list[str]:
         return [n for pool in self.node_pools for n in pool.node_names()]
+
+    def real_pools(self) -> list[NodePool]:
+        """The pools of real nodes (``kind: real``) with at least one node."""
+        return [p for p in self.node_pools if p.kind == "real" and p.count > 0]
 
     def device_nodes(self) -> dict[str, list[str]]:
         """Fake DRA driver key (``gpu``, ``npu``) -> the nodes whose pool labels give them at

@@ -38,7 +38,7 @@ from conformance.cluster.pki import CertificateAuthority
 from conformance.cluster.provider import ClusterInfo
 from conformance.cluster.realnode import config as cfg
 from conformance.cluster.realnode import host, images, preflight
-from conformance.cluster.realnode.node import REAL_NODE_TAINT, WATCHED_PATHS, RealNode
+from conformance.cluster.realnode.node import PROCESS_BINARIES, REAL_NODE_TAINT, WATCHED_PATHS, RealNode
 from conformance.framework.waits import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.serial, pytest.mark.slow]
@@ -47,7 +47,6 @@ NODES = ("real-0", "real-1")
 READY_TIMEOUT = 90.0  # kubelet start to Node Ready: ~1 s measured, generous for a loaded CI machine
 POD_TIMEOUT = 90.0  # Pod create to Running: ~1 s measured
 V1, V2 = images.WORKLOAD_IMAGES["v1"], images.WORKLOAD_IMAGES["v2"]
-REQUIRED_BINARIES = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "crictl")
 
 
 def unavailable(reason: str) -> None:
@@ -70,7 +69,7 @@ def _snapshot(bin_dir: Path) -> host.HostSnapshot:
     """The nodes' own directory is not watched (the fixture made it and removes it); mounts left
     under it still show, as every mount does."""
     cgroups = [f"{cfg.CGROUP_PREFIX}{name}" for name in NODES]
-    return host.take_snapshot(WATCHED_PATHS, [bin_dir], cgroups)
+    return host.take_snapshot(WATCHED_PATHS, [bin_dir / name for name in PROCESS_BINARIES], cgroups)
 
 
 def _node_ready(core: client.CoreV1Api, name: str) -> bool:
@@ -84,7 +83,7 @@ def _node_ready(core: client.CoreV1Api, name: str) -> bool:
 
 
 def _explain_not_ready(core: client.CoreV1Api, node: RealNode) -> str:
-    log = (node.logs / "kubelet.log").read_text(errors="replace").splitlines()[-25:]
+    log = node.log("kubelet").read_text(errors="replace").splitlines()[-25:]
     try:
         conditions = [
             f"{c.type}={c.status} {c.reason}: {c.message}" for c in core.read_node(node.name).status.conditions
@@ -102,7 +101,7 @@ def real_nodes(cluster: ClusterInfo, api_client: Any, tmp_path_factory: pytest.T
     if not preflight.usable(reqs):
         unavailable(preflight.summary(reqs))
     binaries = BinaryCache().ensure(real_nodes=True)
-    missing = [n for n in REQUIRED_BINARIES if not binaries.optional(n)]
+    missing = [n for n in PROCESS_BINARIES if not binaries.optional(n)]
     if missing:
         unavailable(
             f"real-node binaries not built: {', '.join(missing)} (kthena-conformance binaries build --real-nodes)"

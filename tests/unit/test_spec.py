@@ -472,3 +472,46 @@ def test_load_crds_refuses_what_is_not_a_crd(tmp_path: Path, content: str, messa
 def test_load_crds_names_a_missing_file(tmp_path: Path) -> None:
     with pytest.raises(HarnessError, match="cannot read CRD file"):
         load_crds([tmp_path / "absent.yaml"])
+
+
+# -- real node pools -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pools", "problem"),
+    [
+        pytest.param([{"name": "real", "kind": "real", "count": 5}], "node_pools[0]", id="too-many-in-a-pool"),
+        pytest.param(
+            [{"name": "a", "kind": "real", "count": 3}, {"name": "b", "kind": "real", "count": 2}],
+            "at most 4 real nodes per cluster, 5 asked for",
+            id="too-many-in-all",
+        ),
+        pytest.param(
+            [{"name": "g", "kind": "real", "count": 1, "labels": {"gpu.example.com/device-count": "2"}}],
+            "gpu.example.com/device-count on a pool of kind real",
+            id="devices-not-yet",
+        ),
+        pytest.param([{"name": "x", "kind": "metal"}], "node_pools[0].kind", id="unknown-kind"),
+    ],
+)
+def test_real_pools_are_checked(pools: list[dict[str, Any]], problem: str) -> None:
+    assert problem in _parse_error({"node_pools": pools}).message
+
+
+def test_real_pools_are_told_apart_and_named_like_others() -> None:
+    spec = ClusterSpec.parse(
+        {"node_pools": [{"name": "worker", "count": 1}, {"name": "real", "kind": "real", "count": 2}]}
+    )
+    assert [p.name for p in spec.real_pools()] == ["real"]
+    assert spec.node_names() == ["worker-0", "real-0", "real-1"]
+    assert ClusterSpec().real_pools() == [] and NodePool().kind == "kwok"
+
+
+def test_kwok_manifests_leave_real_nodes_to_their_kubelets() -> None:
+    from conformance.cluster.local.components import node_manifests
+
+    spec = ClusterSpec.parse(
+        {"node_pools": [{"name": "worker", "count": 1}, {"name": "real", "kind": "real", "count": 1}]}
+    )
+    names = [yaml.safe_load(m)["metadata"]["name"] for m in node_manifests(spec)]
+    assert names == ["worker-0"]

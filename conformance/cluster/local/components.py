@@ -489,6 +489,8 @@ def node_manifest(
 def node_manifests(spec: ClusterSpec) -> list[str]:
     out = []
     for pool in spec.node_pools:
+        if pool.kind == "real":
+            continue  # a real node's kubelet registers it
         taints = [t.model_dump() for t in pool.taints]
         for name in pool.node_names():
             out.append(node_manifest(name, pool.labels, pool.capacity, taints))

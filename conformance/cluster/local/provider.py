@@ -27,6 +27,7 @@ from ..errors import HarnessError
 from ..faults import PULL_FAILS_REGISTRY, Fault, FaultInjector
 from ..paths import runs_root
 from ..provider import ClusterInfo, Progress, Provider, kwok_fault_injector, quiet
+from ..realnode.fleet import restore as restore_real_nodes
 from ..spec import ClusterSpec
 from ..versions import COREDNS, PINNED
 from .components import RunLayout
@@ -54,6 +55,10 @@ DNS_LINE = (
 
 
 # Said when the fake DRA drivers run (a spec with device-count labels on some node pool).
+REAL_NODES_LINE = (
+    "real nodes: {} run containerd and a kubelet on this host (Pods there run for real, with logs, exec, "
+    "probes and routable IPs); the lines above hold for the kwok nodes only"
+)
 DEVICES_LINE = (
     "DRA devices: fake GPU/NPU drivers (fake-devices/) publish one ResourceSlice per labelled node; "
     "the real kube-scheduler allocates them, but no kubelet plugin prepares them (no containers run)"
@@ -148,7 +153,9 @@ class LocalProvider(Provider):
             )
         # Optional CoreDNS: built once on demand; a failed build is not retried on every `up`
         # (`make binaries` retries it) and leaves the cluster without DNS.
-        binaries = self.cache.ensure(progress=progress, extras=dns_enabled(), retry_failed_extras=False)
+        binaries = self.cache.ensure(
+            progress=progress, extras=dns_enabled(), retry_failed_extras=False, real_nodes=bool(spec.real_pools())
+        )
         coredns = binaries.optional("coredns") if dns_enabled() else None
         for attempt in range(1, PORT_ATTEMPTS + 1):
             try:
@@ -294,7 +301,14 @@ class LocalProvider(Provider):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
         self._kill_components(state)
+        problems = restore_real_nodes(layout.root)  # a killed supervisor could not
         shutil.rmtree(layout.root, ignore_errors=True)
+        if problems:
+            raise HarnessError(
+                f"cluster '{layout.root.name}' is down, but its real nodes left the host changed:\n  "
+                + "\n  ".join(problems),
+                "undo these by hand (the lines name each change and the command that failed)",
+            )
 
     @staticmethod
     def _kill_components(state: dict[str, Any]) -> None:
@@ -321,6 +335,8 @@ class LocalProvider(Provider):
             if run in _children and _children[run].poll() is None:
                 continue  # our own supervisor, still starting
             self._kill_components(self._read_state(layout))
+            for line in restore_real_nodes(run):
+                progress(f"cluster '{run.name}': real nodes: {line}")
             shutil.rmtree(run, ignore_errors=True)
             removed.append(run.name)
             progress(f"swept leftovers of cluster '{run.name}'")
@@ -363,11 +379,13 @@ class LocalProvider(Provider):
             context=None,
             kubernetes_version=PINNED.kubernetes,
             simulates=tuple(DNS_LINE if line == NO_DNS and dns else line for line in self.simulates)
-            + ((DEVICES_LINE,) if devices else ()),
+            + ((DEVICES_LINE,) if devices else ())
+            + ((REAL_NODES_LINE.format(", ".join(state["real_nodes"])),) if state.get("real_nodes") else ()),
             details={
                 "versions": {**versions, **({"coredns": COREDNS} if dns else {})},
                 "timings": state.get("timings", {}),
                 "nodes": spec.node_names(),
+                **({"real_nodes": state["real_nodes"]} if state.get("real_nodes") else {}),
                 "ports": state.get("ports", {}),
                 "run_dir": state.get("run_dir"),
                 **({"dns": dns} if dns else {}),

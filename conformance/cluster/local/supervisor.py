@@ -43,6 +43,7 @@ from typing import IO
 
 from ..errors import HarnessError
 from ..pki import CertificateAuthority, service_account_keys
+from ..realnode.fleet import Fleet, NodeRequest
 from ..rest import RestClient, probe
 from ..spec import ClusterSpec
 from .components import (
@@ -109,6 +110,8 @@ class Supervisor:
     restarts: dict[str, int] = field(default_factory=dict)
     # The CoreDNS binary; None runs the cluster without a DNS server.
     coredns: Path | None = None
+    # The real nodes (``kind: real`` pools), once started: stopped, and the host restored, in stop().
+    fleet: Fleet | None = None
 
     # -- signalling -----------------------------------------------------------------------------
 
@@ -197,6 +200,7 @@ class Supervisor:
             "timings": self.timings,
             "ports": self.ports.as_dict() if self.ports else {},
             "restarts": self.restarts,
+            "real_nodes": [node.name for node in self.fleet.nodes] if self.fleet else [],
             **({"dns": f"127.0.0.1:{self.ports.dns}"} if self.ports and self.ports.dns else {}),
             **extra,
         }
@@ -243,6 +247,8 @@ class Supervisor:
                 raise HarnessError(f"creating a Node failed: HTTP {resp.status} {resp.body[:300]!r}")
         self.wait_healthy(rest)
         self.timings["components_healthy"] = self.elapsed()
+        if self.spec.real_pools():
+            self.start_real_nodes(ports)
         devices = self.spec.device_nodes()
         if devices:
             self.start_fake_devices(api, list(devices))
@@ -283,6 +289,25 @@ class Supervisor:
             return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
         self.wait_for("CRDs Established: " + ", ".join(names), lambda: all(established(n) for n in names))
+
+    def start_real_nodes(self, ports: Ports) -> None:
+        """containerd and a kubelet per real node (:mod:`..realnode.fleet`); their Nodes register
+        themselves and join the Ready wait with the kwok ones."""
+        requests = [
+            NodeRequest(name, pool.labels, [t.model_dump() for t in pool.taints])
+            for pool in self.spec.real_pools()
+            for name in pool.node_names()
+        ]
+        self.fleet = Fleet(self.layout.root, self.bin_dir, self.layout.logs)
+        self.fleet.start(
+            requests,
+            ca=CertificateAuthority.load(self.layout.pki),
+            server=f"https://127.0.0.1:{ports.apiserver}",
+            progress=lambda message: self.emit("progress", message=message),
+        )
+        self.procs.update(self.fleet.processes())
+        self.timings["real_nodes_started"] = self.elapsed()
+        self.write_state("starting")
 
     def start_fake_devices(self, api: RestClient, drivers: list[str]) -> None:
         """RBAC and DeviceClasses for the fake DRA drivers, then one publisher per driver."""
@@ -470,6 +495,11 @@ class Supervisor:
                 time.sleep(0.2)
 
     def stop(self) -> None:
+        if self.fleet is not None:  # first: its restore must not find the control plane's state half gone
+            for name in self.fleet.processes():
+                self.procs.pop(name, None)
+            for line in self.fleet.stop():
+                print(f"supervisor: real nodes: {line}", file=sys.stderr, flush=True)
         stop_all(reversed(list(self.procs.values())))
 
 

@@ -500,8 +500,9 @@ def take_snapshot(
     """Read the host's state now.
 
     ``watched_paths``: files and directories recorded when they exist (``/run/containerd``,
-    ``/var/lib/cni``...). ``process_dirs``: a process counts when its executable lies under one of
-    them (the real-node binaries' directories); processes in a recorded cgroup count as well, so
+    ``/var/lib/cni``...). ``process_dirs``: a process counts when its executable is one of them or
+    lies under one (name the real-node executables themselves when their directory holds other
+    programs, such as a control plane's: those must never count); processes in a recorded cgroup count as well, so
     containers whose shim was killed are found. ``cgroup_names``: the nodes' own cgroup roots,
     recorded (with every descendant) beside ``kubepods*`` in each hierarchy. iptables-save,
     ip6tables-save and nft are run through ``run``; one that is missing or fails is recorded in
@@ -600,7 +601,8 @@ def apply(
 ) -> list[Failure]:
     """Carry out ``actions`` in order, going on after a failure; return the ones that failed.
 
-    An action whose object is already gone is skipped (see ``still_there``). After the kills, it
+    An action whose object is already gone is skipped (see ``still_there``), and one that fails
+    because its object went meanwhile is no failure (the goal is reached). After the kills, it
     waits up to ``kill_wait`` seconds for the processes to exit, since their mounts and cgroups
     cannot go before they do.
     """
@@ -615,7 +617,8 @@ def apply(
             else:
                 run(action.argv)
         except (OSError, subprocess.SubprocessError) as exc:
-            failures.append(Failure(action, _error_text(exc)))
+            if still_there(action):  # gone meanwhile (a container dies with its shim): done, not failed
+                failures.append(Failure(action, _error_text(exc)))
         if action.kind == "kill":
             killed.append(action)
             if index + 1 == len(actions) or actions[index + 1].kind != "kill":

@@ -34,6 +34,10 @@ from . import host, images
 CONTAINERD_START_TIMEOUT = 20.0  # seconds for containerd's socket to answer
 RUNC = Path("/usr/sbin/runc")  # Debian's runc
 REAL_NODE_TAINT = {"key": "kthena-conformance.io/real-node", "value": "true", "effect": "NoSchedule"}
+# The executables whose processes a real node starts (shims and containerd outlive a SIGKILLed kubelet):
+# a host snapshot counts processes of these files only, never other clusters' control planes that
+# share the binary directory.
+PROCESS_BINARIES = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "crictl")
 WATCHED_PATHS = (  # host paths a real node may create outside its own directory (the note's list)
     "/run/containerd",
     "/var/run/nri",
@@ -61,13 +65,25 @@ class RealNode:
     cluster_dns: Sequence[str]
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: Sequence[Mapping[str, str]] = (REAL_NODE_TAINT,)
-    log_dir: Path | None = None  # where containerd.log and kubelet.log go (default: the node's directory)
+    log_dir: Path | None = None  # where containerd-<name>.log and kubelet-<name>.log go (default: the node's directory)
     containerd: subprocess.Popen[bytes] | None = None
     kubelet: subprocess.Popen[bytes] | None = None
 
     @property
     def logs(self) -> Path:
         return self.log_dir or self.dirs.root / "logs"
+
+    def process_name(self, program: str) -> str:
+        """``kubelet-<node>``, ``containerd-<node>``: the process's name, and its log file's stem."""
+        return f"{program}-{self.name}"
+
+    def log(self, program: str) -> Path:
+        return self.logs / f"{self.process_name(program)}.log"
+
+    def processes(self) -> dict[str, subprocess.Popen[bytes]]:
+        """The node's running processes by :meth:`process_name`."""
+        procs = {"containerd": self.containerd, "kubelet": self.kubelet}
+        return {self.process_name(k): p for k, p in procs.items() if p is not None}
 
     def write_files(self, ca: CertificateAuthority) -> None:
         """Directories, containerd's config, the CNI network, the kubelet's config and identity."""
@@ -106,13 +122,13 @@ class RealNode:
 
     def start_containerd(self) -> None:
         argv = cfg.containerd_argv(self.bin_dir / "containerd", self.dirs)
-        self.containerd = spawn(argv, self.logs / "containerd.log", env=self._env())
+        self.containerd = spawn(argv, self.log("containerd"), env=self._env())
         deadline = time.monotonic() + CONTAINERD_START_TIMEOUT
         while True:
             if self.containerd.poll() is not None:
                 raise HarnessError(
                     f"real node {self.name}: containerd exited with {self.containerd.returncode}",
-                    f"see {self.logs / 'containerd.log'}",
+                    f"see {self.log('containerd')}",
                 )
             if self.dirs.containerd_socket.exists():
                 try:
@@ -124,7 +140,7 @@ class RealNode:
                 raise HarnessError(
                     f"real node {self.name}: containerd did not answer on {self.dirs.containerd_socket} "
                     f"within {CONTAINERD_START_TIMEOUT:.0f} s",
-                    f"see {self.logs / 'containerd.log'}",
+                    f"see {self.log('containerd')}",
                 )
             time.sleep(0.1)  # polling the socket with a deadline
 
@@ -166,7 +182,7 @@ class RealNode:
         self.make_bridge()
         self.make_cgroup_root()
         argv = cfg.kubelet_argv(self.bin_dir / "kubelet", self.name, self.net, self.dirs, self.labels)
-        self.kubelet = spawn(argv, self.logs / "kubelet.log", env=self._env())
+        self.kubelet = spawn(argv, self.log("kubelet"), env=self._env())
 
     def start(self, ca: CertificateAuthority, archives: Mapping[str, bytes]) -> None:
         """Files, containerd, images, kubelet. On failure everything started is stopped again."""

@@ -522,3 +522,28 @@ def test_apply_waits_for_killed_processes_before_unmounting() -> None:
     ]
     assert apply(actions, run, still_there=still_there, kill_wait=5) == []
     assert events == ["kill -KILL 77", "umount /m"] and alive["77"] == 0
+
+
+def test_naming_executables_leaves_other_programs_of_their_directory_out(tmp_path: Path) -> None:
+    """A control plane shares the binary directory: naming the real-node executables keeps its
+    processes out of the snapshot (a restore plan would otherwise kill another cluster)."""
+    proc, sysfs = _fake_host(tmp_path)
+    snap = take_snapshot([], ["/opt/kthena/bin/containerd"], [], lambda argv: "", proc=proc, sysfs=sysfs)
+    named = {(pid, exe) for pid, exe in snap.processes if exe.startswith("/opt/kthena/bin/")}
+    assert named == {(100, "/opt/kthena/bin/containerd")}, "the shim is a different executable"
+
+
+def test_an_action_whose_object_went_meanwhile_is_no_failure() -> None:
+    """A container process dies with its shim between the check and its own kill: kill then says
+    "No such process", and the goal (the process gone) is reached."""
+    checks = {"9": 0}
+
+    def still_there(action: Action) -> bool:
+        checks[action.target] += 1
+        return checks[action.target] == 1  # there when checked before, gone when checked after
+
+    def run(argv: Sequence[str]) -> str:
+        raise subprocess.CalledProcessError(1, list(argv), "", "kill: (9): No such process\n")
+
+    actions = [Action("kill", "9", "started after up", ("kill", "-KILL", "9"), "/bin/busybox")]
+    assert apply(actions, run, still_there=still_there, kill_wait=0) == []

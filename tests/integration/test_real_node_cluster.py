@@ -1,0 +1,150 @@
+"""``cluster up --real-nodes``: the local provider's real nodes, their host lock, and the host left
+as it was after ``down`` and after a SIGKILLed supervisor (issue 14).
+
+Each test brings up a private embedded cluster with one real node beside one kwok node (marker
+``serial``), takes a host snapshot before, and checks the host equals it afterwards. Needs what
+``test_real_node.py`` needs; skipped (or failed, with ``KTHENA_REQUIRE_REAL_NODES=1``) without it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from kubernetes import client
+
+from conformance.cluster.binaries import BinaryCache
+from conformance.cluster.errors import HarnessError
+from conformance.cluster.kube import api_client
+from conformance.cluster.local.provider import LocalProvider
+from conformance.cluster.realnode import config as cfg
+from conformance.cluster.realnode import fleet, host, images, preflight
+from conformance.cluster.realnode.node import PROCESS_BINARIES, WATCHED_PATHS
+from conformance.cluster.spec import ClusterSpec, NodePool
+from conformance.cluster.versions import PINNED
+from conformance.framework.waits import wait_for
+
+pytestmark = [pytest.mark.serial, pytest.mark.slow]
+
+SPEC = ClusterSpec(
+    name="realnodes",
+    node_pools=[NodePool(name="worker", count=1), NodePool(name="real", kind="real", count=1)],
+)
+CLI = [sys.executable, "-m", "conformance.cli"]
+POD_TIMEOUT = 90.0
+
+
+def unavailable(reason: str) -> None:
+    if os.environ.get("KTHENA_REQUIRE_REAL_NODES") == "1":
+        pytest.fail(f"real nodes are required here (KTHENA_REQUIRE_REAL_NODES=1) but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def bin_dir() -> Path:
+    reqs = preflight.evaluate(preflight.gather_facts())
+    if not preflight.usable(reqs):
+        unavailable(preflight.summary(reqs))
+    found = BinaryCache().load(PINNED)
+    assert found is not None, "run `make binaries` first"
+    missing = [b for b in PROCESS_BINARIES if not (found.directory / b).exists()]
+    if missing:
+        unavailable(
+            f"real-node binaries not built: {', '.join(missing)} (kthena-conformance binaries build --real-nodes)"
+        )
+    return found.directory
+
+
+@pytest.fixture
+def isolated(tmp_path: Path, bin_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private cache root (runs and all) using the real, already-built binaries."""
+    monkeypatch.setenv("KTHENA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("KTHENA_BIN_DIR", str(bin_dir))
+    yield tmp_path / "cache" / "clusters"
+    LocalProvider().sweep()
+
+
+def alive(pid: int) -> bool:
+    """Running, not a zombie (the supervisor is this process's child until down reaps it)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def snapshot(bin_dir: Path) -> host.HostSnapshot:
+    cgroups = [f"{cfg.CGROUP_PREFIX}{n}" for n in SPEC.node_names()]
+    return host.take_snapshot(WATCHED_PATHS, [bin_dir / b for b in PROCESS_BINARIES], cgroups)
+
+
+def assert_host_as_before(before: host.HostSnapshot, bin_dir: Path) -> None:
+    left = host.diff(before, snapshot(bin_dir)).lines()
+    assert not left, "the host differs from before the cluster started:\n" + "\n".join(left)
+
+
+def run_pod(core: client.CoreV1Api, node: str) -> Any:
+    body = {
+        "metadata": {"name": "on-real"},
+        "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "automountServiceAccountToken": False,
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "main", "image": images.WORKLOAD_IMAGES["v1"], "imagePullPolicy": "IfNotPresent"}],
+        },
+    }
+    core.create_namespaced_pod("default", body)
+    return wait_for("the Pod Running on the real node", lambda: core.read_namespaced_pod("on-real", "default"),
+                    until=lambda p: p.status.phase == "Running", timeout=POD_TIMEOUT)  # fmt: skip
+
+
+def test_cluster_up_with_a_real_node_and_down_leaves_the_host_as_it_was(isolated: Path, bin_dir: Path) -> None:
+    before = snapshot(bin_dir)
+    provider = LocalProvider()
+    info = provider.up(SPEC)
+    try:
+        assert info.details.get("real_nodes") == ["real-0"], info.details
+        assert any(line.startswith("real nodes: real-0") for line in info.simulates), info.simulates
+        core = client.CoreV1Api(api_client(info.kubeconfig))
+        node = core.read_node("real-0")
+        assert node.metadata.labels.get(cfg.NODE_KIND_LABEL) == "real"
+        assert node.status.node_info.container_runtime_version.startswith("containerd://")
+        pod = run_pod(core, "real-0")
+        assert pod.status.container_statuses[0].container_id.startswith("containerd://")
+        with pytest.raises(HarnessError) as second:
+            provider.up(SPEC.model_copy(update={"name": "realnodes-2"}))
+        assert "real nodes already run on this host" in second.value.message, second.value
+    finally:
+        provider.down(SPEC.name)
+    assert not (isolated / SPEC.name).exists()
+    assert_host_as_before(before, bin_dir)
+
+
+def test_a_killed_supervisor_s_real_nodes_are_undone_by_down(isolated: Path, bin_dir: Path) -> None:
+    before = snapshot(bin_dir)
+    provider = LocalProvider()
+    info = provider.up(SPEC)
+    state = provider.status(SPEC.name) or {}
+    try:
+        run_pod(client.CoreV1Api(api_client(info.kubeconfig)), "real-0")  # a container to leave behind
+        os.kill(state["supervisor_pid"], signal.SIGKILL)
+        wait_for("the supervisor gone", lambda: alive(state["supervisor_pid"]), until=lambda up: not up)
+        assert (isolated / SPEC.name / fleet.STATE_FILE).exists(), "the snapshot outlives the supervisor"
+    finally:
+        provider.down(SPEC.name)
+    assert_host_as_before(before, bin_dir)
+
+
+def test_more_real_nodes_than_allowed_is_one_clear_message(isolated: Path) -> None:
+    result = subprocess.run(
+        [*CLI, "cluster", "up", "--real-nodes", "9"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 2 and "--real-nodes" in result.stderr and "Traceback" not in result.stderr, (
+        result.stderr
+    )
