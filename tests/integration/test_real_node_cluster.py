@@ -19,6 +19,7 @@ from typing import Any
 import psutil
 import pytest
 from kubernetes import client
+from kubernetes.stream import stream
 
 from conformance.cluster.binaries import BinaryCache
 from conformance.cluster.errors import HarnessError
@@ -104,6 +105,33 @@ def run_pod(core: client.CoreV1Api, node: str) -> Any:
                     until=lambda p: p.status.phase == "Running", timeout=POD_TIMEOUT)  # fmt: skip
 
 
+def a_member_behind_a_headless_service(core: client.CoreV1Api) -> Any:
+    """Pod ``m0`` (hostname m0, subdomain members) behind headless Service ``members``, Running."""
+    service = {"metadata": {"name": "members"},
+               "spec": {"clusterIP": "None", "selector": {"app": "member"}, "ports": [{"port": 80}]}}  # fmt: skip
+    core.create_namespaced_service("default", service)
+    body = {
+        "metadata": {"name": "member", "labels": {"app": "member"}},
+        "spec": {
+            "hostname": "m0",
+            "subdomain": "members",
+            "nodeSelector": {"kubernetes.io/hostname": "real-0"},
+            "automountServiceAccountToken": False,
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "main", "image": images.WORKLOAD_IMAGES["v1"], "imagePullPolicy": "IfNotPresent"}],
+        },
+    }
+    core.create_namespaced_pod("default", body)
+    return wait_for("the member Running", lambda: core.read_namespaced_pod("member", "default"),
+                    until=lambda p: p.status.phase == "Running", timeout=POD_TIMEOUT)  # fmt: skip
+
+
+def in_container(core: client.CoreV1Api, pod: str, *command: str) -> str:
+    out: str = stream(core.connect_get_namespaced_pod_exec, pod, "default", command=list(command),
+                      stderr=True, stdin=False, stdout=True, tty=False, _request_timeout=30)  # fmt: skip
+    return out
+
+
 def test_cluster_up_with_a_real_node_and_down_leaves_the_host_as_it_was(isolated: Path, bin_dir: Path) -> None:
     before = snapshot(bin_dir)
     provider = LocalProvider()
@@ -123,6 +151,33 @@ def test_cluster_up_with_a_real_node_and_down_leaves_the_host_as_it_was(isolated
     finally:
         provider.down(SPEC.name)
     assert not (isolated / SPEC.name).exists()
+    assert_host_as_before(before, bin_dir)
+
+
+def test_a_pod_on_a_real_node_resolves_a_member_address_through_the_cluster_dns(isolated: Path, bin_dir: Path) -> None:
+    if not (bin_dir / "coredns").exists():
+        unavailable("CoreDNS is not built (make binaries builds it)")
+    before = snapshot(bin_dir)
+    provider = LocalProvider()
+    info = provider.up(SPEC)
+    try:
+        assert info.details.get("dns"), "the cluster runs CoreDNS"
+        core = client.CoreV1Api(api_client(info.kubeconfig))
+        run_pod(core, "real-0")
+        member = a_member_behind_a_headless_service(core)
+        name = "m0.members.default.svc.cluster.local"
+        answer = wait_for(
+            f"{name} resolved inside a Pod on real-0",
+            lambda: in_container(core, "on-real", "nslookup", name),
+            until=lambda out: member.status.pod_ip in out,
+            timeout=30,
+        )
+        assert member.status.pod_ip in answer
+        resolv = in_container(core, "on-real", "cat", "/etc/resolv.conf")
+        node_ip = next(a.address for a in core.read_node("real-0").status.addresses if a.type == "InternalIP")
+        assert f"nameserver {node_ip}" in resolv, f"the Pod asks its node's bridge (clusterDNS):\n{resolv}"
+    finally:
+        provider.down(SPEC.name)
     assert_host_as_before(before, bin_dir)
 
 

@@ -314,3 +314,27 @@ def test_sweep_spares_a_run_directory_being_started(tmp_path: Path, starter: str
     removed = local_provider.LocalProvider(runs=tmp_path / "runs").sweep()
     assert (removed == ["starting"]) is swept
     assert run.exists() is not swept
+
+
+# -- real nodes' Pods -------------------------------------------------------------------------------
+
+
+def test_without_real_nodes_only_loopback_is_served() -> None:
+    headers = [h for h, _ in _blocks(corefile(port=31053, ready_port=31181, kubeconfig=KUBECONFIG, context="c"))]
+    assert not any(":53 " in f"{h} " for h in headers)
+
+
+def test_real_nodes_bridges_are_served_on_port_53_with_the_same_zones() -> None:
+    text = corefile(
+        port=31053, ready_port=31181, kubeconfig=KUBECONFIG, context="c", pod_facing=["10.244.0.1", "10.244.1.1"]
+    )
+    servers = [(h, body) for h, body in _blocks(text) if not h.startswith("kubernetes")]
+    assert [h for h, _ in servers] == [
+        "cluster.local:31053 in-addr.arpa:31053 ip6.arpa:31053",
+        "cluster.local:53 in-addr.arpa:53 ip6.arpa:53",
+    ]
+    pod_facing = servers[1][1]
+    assert "bind 10.244.0.1 10.244.1.1" in pod_facing
+    assert not any(line.startswith(("ready", "forward")) for line in pod_facing), "one ready endpoint; no forwarding"
+    plugins = [body for h, body in _blocks(text) if h.startswith("kubernetes")]
+    assert len(plugins) == 2 and plugins[0] == plugins[1], "both answer from the same API with the same identity"

@@ -233,7 +233,11 @@ class Supervisor:
             self.timings["crds_established"] = self.elapsed()
         self.guard_kwok(api)
         rest = [plan["kube-controller-manager"], plan["kube-scheduler"], plan["kwok"]]
+        pod_facing_dns = self.prepare_real_nodes(ports) if self.spec.real_pools() else []
         if "coredns" in plan:
+            if pod_facing_dns:  # real nodes' Pods ask on their bridges: CoreDNS listens there too
+                for path, text in dns_files(self.layout, ports, pod_facing_dns).items():
+                    path.write_text(text)
             self.grant_coredns(api)
             rest.append(plan["coredns"])
         self.emit("progress", message="starting " + ", ".join(c.name for c in rest))
@@ -247,8 +251,8 @@ class Supervisor:
                 raise HarnessError(f"creating a Node failed: HTTP {resp.status} {resp.body[:300]!r}")
         self.wait_healthy(rest)
         self.timings["components_healthy"] = self.elapsed()
-        if self.spec.real_pools():
-            self.start_real_nodes(ports)
+        if self.fleet is not None:
+            self.start_real_nodes()
         devices = self.spec.device_nodes()
         if devices:
             self.start_fake_devices(api, list(devices))
@@ -290,19 +294,26 @@ class Supervisor:
 
         self.wait_for("CRDs Established: " + ", ".join(names), lambda: all(established(n) for n in names))
 
-    def start_real_nodes(self, ports: Ports) -> None:
-        """containerd and a kubelet per real node (:mod:`..realnode.fleet`); their Nodes register
-        themselves and join the Ready wait with the kwok ones."""
+    def prepare_real_nodes(self, ports: Ports) -> list[str]:
+        """Host checks, lock, snapshot and bridges of the real nodes (:mod:`..realnode.fleet`);
+        returns the bridge addresses, where CoreDNS must answer their Pods."""
         requests = [
             NodeRequest(name, pool.labels, [t.model_dump() for t in pool.taints])
             for pool in self.spec.real_pools()
             for name in pool.node_names()
         ]
+        self.emit(
+            "progress", message="checking the host and preparing real nodes: " + ", ".join(r.name for r in requests)
+        )
         self.fleet = Fleet(self.layout.root, self.bin_dir, self.layout.logs)
+        return self.fleet.prepare(requests, server=f"https://127.0.0.1:{ports.apiserver}")
+
+    def start_real_nodes(self) -> None:
+        """containerd and a kubelet per real node; their Nodes register themselves and join the Ready
+        wait with the kwok ones."""
+        assert self.fleet is not None
         self.fleet.start(
-            requests,
             ca=CertificateAuthority.load(self.layout.pki),
-            server=f"https://127.0.0.1:{ports.apiserver}",
             progress=lambda message: self.emit("progress", message=message),
         )
         self.procs.update(self.fleet.processes())

@@ -69,16 +69,10 @@ class Fleet:
     nodes: list[RealNode] = field(default_factory=list)
     _lock: IO[str] | None = None
 
-    def start(
-        self,
-        requests: Sequence[NodeRequest],
-        *,
-        ca: CertificateAuthority,
-        server: str,
-        progress: Callable[[str], None] = lambda _: None,
-    ) -> None:
-        """Start every requested node (not waiting for Ready). On failure what started is stopped and
-        the host restored before the error propagates."""
+    def prepare(self, requests: Sequence[NodeRequest], *, server: str) -> list[str]:
+        """Check the host, take the host lock, write the snapshot, plan each node and make its
+        bridge; returns the bridges' addresses (the nodes' clusterDNS, where CoreDNS must listen
+        before the kubelets start). On failure the host is restored before the error propagates."""
         reqs = preflight.evaluate(preflight.gather_facts())
         if not preflight.usable(reqs):
             raise HarnessError(preflight.summary(reqs), "install what is named, or run without real nodes")
@@ -103,10 +97,6 @@ class Fleet:
                 "snapshot": json.loads(before.to_json()),
             }
             (self.run_dir / STATE_FILE).write_text(json.dumps(state, indent=1) + "\n")
-            progress(
-                "writing the real nodes' images: " + ", ".join([images.SANDBOX_IMAGE, *images.WORKLOAD_IMAGES.values()])
-            )
-            archives = images.standard_archives(images.read_busybox())
             for request, net in zip(requests, networks, strict=True):
                 api_port, healthz_port = free_ports(2)
                 node = RealNode(
@@ -122,7 +112,22 @@ class Fleet:
                     log_dir=self.logs,
                 )
                 self.nodes.append(node)
-                progress(f"starting real node {request.name} (bridge {net.bridge}, Pods in {net.subnet})")
+                node.make_bridge()
+        except BaseException:
+            self.stop()
+            raise
+        return [node.net.node_ip for node in self.nodes]
+
+    def start(self, *, ca: CertificateAuthority, progress: Callable[[str], None] = lambda _: None) -> None:
+        """Start every prepared node (not waiting for Ready). On failure what started is stopped and
+        the host restored before the error propagates."""
+        try:
+            progress(
+                "writing the real nodes' images: " + ", ".join([images.SANDBOX_IMAGE, *images.WORKLOAD_IMAGES.values()])
+            )
+            archives = images.standard_archives(images.read_busybox())
+            for node in self.nodes:
+                progress(f"starting real node {node.name} (bridge {node.net.bridge}, Pods in {node.net.subnet})")
                 node.start(ca, archives)
         except BaseException:
             self.stop()

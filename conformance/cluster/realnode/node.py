@@ -179,7 +179,7 @@ class RealNode:
                 raise HarnessError(f"real node {self.name}: {' '.join(argv)} failed: {done.stderr.strip()}")
 
     def start_kubelet(self) -> None:
-        self.make_bridge()
+        self.make_bridge()  # idempotent: made earlier when CoreDNS had to listen on it first
         self.make_cgroup_root()
         argv = cfg.kubelet_argv(self.bin_dir / "kubelet", self.name, self.net, self.dirs, self.labels)
         self.kubelet = spawn(argv, self.log("kubelet"), env=self._env())
