@@ -65,6 +65,7 @@ lint: venv
 
 bench: binaries
 	$(BIN)/python -m bench.cluster_bench
+	$(BIN)/python -m bench.realnode_bench
 	$(BIN)/python -m bench.controller_bench
 	$(BIN)/python -m bench.rollout_bench
 	$(BIN)/python -m bench.dra_bench
