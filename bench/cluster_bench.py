@@ -62,7 +62,8 @@ def _ready(kubeconfig: Path, nodes: int) -> None:
     )
 
 
-def _rss_mb(pids: list[int]) -> float:
+def rss_mib(pids: list[int]) -> float:
+    """The resident memory of ``pids`` together, in MiB (a process gone meanwhile counts 0)."""
     total = 0
     for pid in pids:
         with contextlib.suppress(psutil.NoSuchProcess):
@@ -97,7 +98,7 @@ def bench_local(rounds: int) -> tuple[list[float], list[float], float]:
         info = provider.up(spec)
         ups.append(time.monotonic() - started)
         state = provider.status(spec.name) or {}
-        rss = _rss_mb(list((state.get("components") or {}).values()))
+        rss = rss_mib(list((state.get("components") or {}).values()))
         run_dir = str(info.details["run_dir"])
         started = time.monotonic()
         provider.down(spec.name)
@@ -131,7 +132,7 @@ def bench_kwokctl(binaries: BinarySet, rounds: int) -> tuple[list[float], list[f
             run("scale", "node", "--replicas", str(NODES), "--name", "bench")
             _ready(kubeconfig, NODES)
             ups.append(time.monotonic() - started)
-            rss = _rss_mb(_procs_under(workdir))
+            rss = rss_mib(_procs_under(workdir))
             started = time.monotonic()
             run("delete", "cluster", "--name", "bench", "--kubeconfig", str(kubeconfig))
             _wait_gone(workdir)

@@ -17,16 +17,17 @@ real-node binaries); without it, says what is missing and measures nothing. Noth
 
 from __future__ import annotations
 
-import contextlib
 import os
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import psutil
 from kubernetes import client
 
+from bench.cluster_bench import rss_mib
 from conformance.cluster.binaries import BinaryCache
 from conformance.cluster.kube import api_client
 from conformance.cluster.local.provider import LocalProvider
@@ -41,14 +42,6 @@ REAL = ClusterSpec(
 )
 
 
-def _rss_mib(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            total += psutil.Process(pid).memory_info().rss
-    return total / 2**20
-
-
 def _real_node_pids(bin_dir: str) -> list[int]:
     names = {os.path.join(bin_dir, b) for b in PROCESS_BINARIES}
     pids = []
@@ -58,7 +51,11 @@ def _real_node_pids(bin_dir: str) -> list[int]:
     return pids
 
 
-def _pod_seconds(core: client.CoreV1Api, node: str, count: int, real: bool) -> list[float]:
+def _phase(core: Any, name: str) -> str:
+    return str(core.read_namespaced_pod(name, "default").status.phase)
+
+
+def _pod_seconds(core: Any, node: str, count: int, real: bool) -> list[float]:
     times = []
     for i in range(count):
         name = f"bench-{node}-{i}"
@@ -71,8 +68,7 @@ def _pod_seconds(core: client.CoreV1Api, node: str, count: int, real: bool) -> l
         }  # fmt: skip
         started = time.monotonic()
         core.create_namespaced_pod("default", {"metadata": {"name": name}, "spec": spec})
-        wait_for(f"{name} Running", lambda n=name: core.read_namespaced_pod(n, "default").status.phase,
-                 until="Running".__eq__, timeout=60, interval=0.05)  # fmt: skip
+        wait_for(f"{name} Running", partial(_phase, core, name), until="Running".__eq__, timeout=60, interval=0.05)
         times.append(time.monotonic() - started)
     return times
 
@@ -87,9 +83,9 @@ def _bench(spec: ClusterSpec, pods: int, bin_dir: str) -> dict[str, Any]:
         figures["pod_kwok"] = _pod_seconds(core, "worker-0", pods, real=False)
         if spec.real_pools():
             figures["pod_real"] = _pod_seconds(core, "real-0", pods, real=True)
-            figures["rss_real_node"] = _rss_mib(_real_node_pids(bin_dir))
+            figures["rss_real_node"] = rss_mib(_real_node_pids(bin_dir))
         state = provider.status(spec.name) or {}
-        figures["rss_cluster"] = _rss_mib(list((state.get("components") or {}).values()))
+        figures["rss_cluster"] = rss_mib(list((state.get("components") or {}).values()))
     finally:
         started = time.monotonic()
         provider.down(spec.name)

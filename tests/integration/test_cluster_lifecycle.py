@@ -29,6 +29,8 @@ from conformance.cluster.spec import ClusterSpec, NodePool
 from conformance.cluster.versions import PINNED
 from conformance.framework.waits import wait_for
 
+from .conftest import isolated_cache
+
 pytestmark = [pytest.mark.serial, pytest.mark.slow]
 
 SMALL = ClusterSpec(name="life", node_pools=[NodePool(name="worker", count=1)])
@@ -45,10 +47,7 @@ def real_bin_dir() -> Path:
 @pytest.fixture
 def isolated(tmp_path: Path, real_bin_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private cache root (runs and all) that still uses the real, already-built binaries."""
-    monkeypatch.setenv("KTHENA_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("KTHENA_BIN_DIR", str(real_bin_dir))
-    yield tmp_path / "cache" / "clusters"
-    LocalProvider().sweep()
+    yield from isolated_cache(tmp_path, real_bin_dir, monkeypatch)
 
 
 def processes_naming(path: Path) -> list[str]:

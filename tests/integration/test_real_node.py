@@ -17,7 +17,6 @@ busybox-static. Without them the tests are skipped with the missing parts named,
 from __future__ import annotations
 
 import ipaddress
-import os
 import shutil
 import subprocess
 import tempfile
@@ -29,7 +28,6 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from kubernetes.stream import stream
 
 from conformance.cluster.binaries import BinaryCache
 from conformance.cluster.local.processes import free_ports
@@ -38,21 +36,15 @@ from conformance.cluster.pki import CertificateAuthority
 from conformance.cluster.provider import ClusterInfo
 from conformance.cluster.realnode import config as cfg
 from conformance.cluster.realnode import host, images, preflight
-from conformance.cluster.realnode.node import PROCESS_BINARIES, REAL_NODE_TAINT, WATCHED_PATHS, RealNode
+from conformance.cluster.realnode.node import RealNode
 from conformance.framework.waits import wait_for
+
+from .real_nodes import POD_TIMEOUT, V2, in_container, pod, require_binaries, require_host, running, snapshot
 
 pytestmark = [pytest.mark.cluster, pytest.mark.serial, pytest.mark.slow]
 
 NODES = ("real-0", "real-1")
 READY_TIMEOUT = 90.0  # kubelet start to Node Ready: ~1 s measured, generous for a loaded CI machine
-POD_TIMEOUT = 90.0  # Pod create to Running: ~1 s measured
-V1, V2 = images.WORKLOAD_IMAGES["v1"], images.WORKLOAD_IMAGES["v2"]
-
-
-def unavailable(reason: str) -> None:
-    if os.environ.get("KTHENA_REQUIRE_REAL_NODES") == "1":
-        pytest.fail(f"real nodes are required here (KTHENA_REQUIRE_REAL_NODES=1) but {reason}")
-    pytest.skip(reason)
 
 
 @dataclass(frozen=True)
@@ -63,13 +55,6 @@ class Nodes:
 
     def subnet(self, name: str) -> ipaddress.IPv4Network:
         return self.nodes[name].net.subnet
-
-
-def _snapshot(bin_dir: Path) -> host.HostSnapshot:
-    """The nodes' own directory is not watched (the fixture made it and removes it); mounts left
-    under it still show, as every mount does."""
-    cgroups = [f"{cfg.CGROUP_PREFIX}{name}" for name in NODES]
-    return host.take_snapshot(WATCHED_PATHS, [bin_dir / name for name in PROCESS_BINARIES], cgroups)
 
 
 def _node_ready(core: client.CoreV1Api, name: str) -> bool:
@@ -97,15 +82,9 @@ def _explain_not_ready(core: client.CoreV1Api, node: RealNode) -> str:
 def real_nodes(cluster: ClusterInfo, api_client: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nodes]:
     if cluster.provider != "local":
         pytest.skip(f"real nodes join the embedded cluster, not provider {cluster.provider}")
-    reqs = preflight.evaluate(preflight.gather_facts())
-    if not preflight.usable(reqs):
-        unavailable(preflight.summary(reqs))
+    require_host()
     binaries = BinaryCache().ensure(real_nodes=True)
-    missing = [n for n in PROCESS_BINARIES if not binaries.optional(n)]
-    if missing:
-        unavailable(
-            f"real-node binaries not built: {', '.join(missing)} (kthena-conformance binaries build --real-nodes)"
-        )
+    require_binaries(binaries.directory)
     core = client.CoreV1Api(api_client)
     ca = CertificateAuthority.load(LocalProvider().layout(cluster.name).pki)
     archives = images.standard_archives(images.read_busybox())
@@ -114,7 +93,7 @@ def real_nodes(cluster: ClusterInfo, api_client: Any, tmp_path_factory: pytest.T
     # Short: containerd's sockets live under it and a unix socket path has at most 107 bytes.
     root = Path(tempfile.mkdtemp(prefix="kthena-rn-"))
     logs = tmp_path_factory.mktemp("real-node-logs")  # kept after the nodes' directories go
-    before = _snapshot(binaries.directory)
+    before = snapshot(binaries.directory, NODES)
     nodes: dict[str, RealNode] = {}
     try:
         for name, net in zip(NODES, networks, strict=True):
@@ -150,44 +129,12 @@ def real_nodes(cluster: ClusterInfo, api_client: Any, tmp_path_factory: pytest.T
             except ApiException as exc:
                 if exc.status != 404:
                     raise
-        failures = host.apply(host.restore_plan(before, _snapshot(binaries.directory)))
+        failures = host.apply(host.restore_plan(before, snapshot(binaries.directory, NODES)))
         shutil.rmtree(root, ignore_errors=True)
-        left = host.diff(before, _snapshot(binaries.directory)).lines()
+        left = host.diff(before, snapshot(binaries.directory, NODES)).lines()
         assert not failures and not left, "the host differs from before the real nodes started:\n" + "\n".join(
             [*(f.line() for f in failures), *left]
         )
-
-
-def pod(name: str, node: str, image: str = V1, **container: Any) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "labels": {"app": name}},
-        "spec": {
-            "nodeSelector": {"kubernetes.io/hostname": node},
-            "tolerations": [{**REAL_NODE_TAINT, "operator": "Equal"}],
-            "automountServiceAccountToken": False,
-            "terminationGracePeriodSeconds": 1,
-            "containers": [{"name": "main", "image": image, "imagePullPolicy": "IfNotPresent", **container}],
-        },
-    }
-
-
-def running(core: client.CoreV1Api, namespace: str, body: dict[str, Any]) -> Any:
-    name = body["metadata"]["name"]
-    core.create_namespaced_pod(namespace, body)
-    return wait_for(
-        f"Pod {name} Running",
-        lambda: core.read_namespaced_pod(name, namespace),
-        until=lambda p: p.status.phase == "Running",
-        describe=lambda p: f"phase {p.status.phase}, {p.status.container_statuses}",
-        timeout=POD_TIMEOUT,
-    )
-
-
-def in_container(core: client.CoreV1Api, namespace: str, name: str, *command: str) -> str:
-    """``command`` run in the Pod's container through the API server (exec), its output."""
-    out: str = stream(core.connect_get_namespaced_pod_exec, name, namespace, command=list(command),
-                      stderr=True, stdin=False, stdout=True, tty=False, _request_timeout=60)  # fmt: skip
-    return out
 
 
 @pytest.fixture

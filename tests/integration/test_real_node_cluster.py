@@ -19,18 +19,19 @@ from typing import Any
 import psutil
 import pytest
 from kubernetes import client
-from kubernetes.stream import stream
 
 from conformance.cluster.binaries import BinaryCache
 from conformance.cluster.errors import HarnessError
 from conformance.cluster.kube import api_client
 from conformance.cluster.local.provider import LocalProvider
 from conformance.cluster.realnode import config as cfg
-from conformance.cluster.realnode import fleet, host, images, preflight
-from conformance.cluster.realnode.node import PROCESS_BINARIES, WATCHED_PATHS
+from conformance.cluster.realnode import fleet, host
 from conformance.cluster.spec import ClusterSpec, NodePool
 from conformance.cluster.versions import PINNED
 from conformance.framework.waits import wait_for
+
+from .conftest import isolated_cache
+from .real_nodes import in_container, pod, require_binaries, require_host, running, snapshot, unavailable
 
 pytestmark = [pytest.mark.serial, pytest.mark.slow]
 
@@ -39,37 +40,22 @@ SPEC = ClusterSpec(
     node_pools=[NodePool(name="worker", count=1), NodePool(name="real", kind="real", count=1)],
 )
 CLI = [sys.executable, "-m", "conformance.cli"]
-POD_TIMEOUT = 90.0
-
-
-def unavailable(reason: str) -> None:
-    if os.environ.get("KTHENA_REQUIRE_REAL_NODES") == "1":
-        pytest.fail(f"real nodes are required here (KTHENA_REQUIRE_REAL_NODES=1) but {reason}")
-    pytest.skip(reason)
+NODES = SPEC.node_names()
 
 
 @pytest.fixture
 def bin_dir() -> Path:
-    reqs = preflight.evaluate(preflight.gather_facts())
-    if not preflight.usable(reqs):
-        unavailable(preflight.summary(reqs))
+    require_host()
     found = BinaryCache().load(PINNED)
     assert found is not None, "run `make binaries` first"
-    missing = [b for b in PROCESS_BINARIES if not (found.directory / b).exists()]
-    if missing:
-        unavailable(
-            f"real-node binaries not built: {', '.join(missing)} (kthena-conformance binaries build --real-nodes)"
-        )
+    require_binaries(found.directory)
     return found.directory
 
 
 @pytest.fixture
 def isolated(tmp_path: Path, bin_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A private cache root (runs and all) using the real, already-built binaries."""
-    monkeypatch.setenv("KTHENA_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("KTHENA_BIN_DIR", str(bin_dir))
-    yield tmp_path / "cache" / "clusters"
-    LocalProvider().sweep()
+    """A private cache root (runs and all) that still uses the real, already-built binaries."""
+    yield from isolated_cache(tmp_path, bin_dir, monkeypatch)
 
 
 def alive(pid: int) -> bool:
@@ -80,60 +66,25 @@ def alive(pid: int) -> bool:
         return False
 
 
-def snapshot(bin_dir: Path) -> host.HostSnapshot:
-    cgroups = [f"{cfg.CGROUP_PREFIX}{n}" for n in SPEC.node_names()]
-    return host.take_snapshot(WATCHED_PATHS, [bin_dir / b for b in PROCESS_BINARIES], cgroups)
-
-
 def assert_host_as_before(before: host.HostSnapshot, bin_dir: Path) -> None:
-    left = host.diff(before, snapshot(bin_dir)).lines()
+    left = host.diff(before, snapshot(bin_dir, NODES)).lines()
     assert not left, "the host differs from before the cluster started:\n" + "\n".join(left)
 
 
 def run_pod(core: client.CoreV1Api, node: str) -> Any:
-    body = {
-        "metadata": {"name": "on-real"},
-        "spec": {
-            "nodeSelector": {"kubernetes.io/hostname": node},
-            "automountServiceAccountToken": False,
-            "terminationGracePeriodSeconds": 1,
-            "containers": [{"name": "main", "image": images.WORKLOAD_IMAGES["v1"], "imagePullPolicy": "IfNotPresent"}],
-        },
-    }
-    core.create_namespaced_pod("default", body)
-    return wait_for("the Pod Running on the real node", lambda: core.read_namespaced_pod("on-real", "default"),
-                    until=lambda p: p.status.phase == "Running", timeout=POD_TIMEOUT)  # fmt: skip
+    return running(core, "default", pod("on-real", node))
 
 
 def a_member_behind_a_headless_service(core: client.CoreV1Api) -> Any:
-    """Pod ``m0`` (hostname m0, subdomain members) behind headless Service ``members``, Running."""
+    """Pod ``member`` (hostname m0, subdomain members) behind headless Service ``members``, Running."""
     service = {"metadata": {"name": "members"},
                "spec": {"clusterIP": "None", "selector": {"app": "member"}, "ports": [{"port": 80}]}}  # fmt: skip
     core.create_namespaced_service("default", service)
-    body = {
-        "metadata": {"name": "member", "labels": {"app": "member"}},
-        "spec": {
-            "hostname": "m0",
-            "subdomain": "members",
-            "nodeSelector": {"kubernetes.io/hostname": "real-0"},
-            "automountServiceAccountToken": False,
-            "terminationGracePeriodSeconds": 1,
-            "containers": [{"name": "main", "image": images.WORKLOAD_IMAGES["v1"], "imagePullPolicy": "IfNotPresent"}],
-        },
-    }
-    core.create_namespaced_pod("default", body)
-    return wait_for("the member Running", lambda: core.read_namespaced_pod("member", "default"),
-                    until=lambda p: p.status.phase == "Running", timeout=POD_TIMEOUT)  # fmt: skip
-
-
-def in_container(core: client.CoreV1Api, pod: str, *command: str) -> str:
-    out: str = stream(core.connect_get_namespaced_pod_exec, pod, "default", command=list(command),
-                      stderr=True, stdin=False, stdout=True, tty=False, _request_timeout=30)  # fmt: skip
-    return out
+    return running(core, "default", pod("member", "real-0", spec={"hostname": "m0", "subdomain": "members"}))
 
 
 def test_cluster_up_with_a_real_node_and_down_leaves_the_host_as_it_was(isolated: Path, bin_dir: Path) -> None:
-    before = snapshot(bin_dir)
+    before = snapshot(bin_dir, NODES)
     provider = LocalProvider()
     info = provider.up(SPEC)
     try:
@@ -157,7 +108,7 @@ def test_cluster_up_with_a_real_node_and_down_leaves_the_host_as_it_was(isolated
 def test_a_pod_on_a_real_node_resolves_a_member_address_through_the_cluster_dns(isolated: Path, bin_dir: Path) -> None:
     if not (bin_dir / "coredns").exists():
         unavailable("CoreDNS is not built (make binaries builds it)")
-    before = snapshot(bin_dir)
+    before = snapshot(bin_dir, NODES)
     provider = LocalProvider()
     info = provider.up(SPEC)
     try:
@@ -168,12 +119,12 @@ def test_a_pod_on_a_real_node_resolves_a_member_address_through_the_cluster_dns(
         name = "m0.members.default.svc.cluster.local"
         answer = wait_for(
             f"{name} resolved inside a Pod on real-0",
-            lambda: in_container(core, "on-real", "nslookup", name),
+            lambda: in_container(core, "default", "on-real", "nslookup", name),
             until=lambda out: member.status.pod_ip in out,
             timeout=30,
         )
         assert member.status.pod_ip in answer
-        resolv = in_container(core, "on-real", "cat", "/etc/resolv.conf")
+        resolv = in_container(core, "default", "on-real", "cat", "/etc/resolv.conf")
         node_ip = next(a.address for a in core.read_node("real-0").status.addresses if a.type == "InternalIP")
         assert f"nameserver {node_ip}" in resolv, f"the Pod asks its node's bridge (clusterDNS):\n{resolv}"
     finally:
@@ -182,7 +133,7 @@ def test_a_pod_on_a_real_node_resolves_a_member_address_through_the_cluster_dns(
 
 
 def test_a_killed_supervisor_s_real_nodes_are_undone_by_down(isolated: Path, bin_dir: Path) -> None:
-    before = snapshot(bin_dir)
+    before = snapshot(bin_dir, NODES)
     provider = LocalProvider()
     info = provider.up(SPEC)
     state = provider.status(SPEC.name) or {}
