@@ -35,7 +35,11 @@ from . import host, images, preflight
 from .node import PROCESS_BINARIES, WATCHED_PATHS, RealNode
 
 STATE_FILE = "real-nodes.json"  # in the cluster's run directory: what restore() needs
-HOST_LOCK = Path(tempfile.gettempdir()) / "kthena-conformance-real-nodes.lock"
+# Host-wide, whatever cache root a run uses; like every file in /run/lock it stays (empty when free,
+# gone at reboot): removing it on release would let two holders lock two different files.
+HOST_LOCK = (Path("/run/lock") if Path("/run/lock").is_dir() else Path(tempfile.gettempdir())) / (
+    "kthena-conformance-real-nodes.lock"
+)
 STATE_VERSION = 1
 
 
@@ -161,6 +165,7 @@ class Fleet:
         self.nodes = []
         problems = restore(self.run_dir)
         if self._lock is not None:
+            self._lock.truncate(0)  # no holder named while free
             self._lock.close()  # releases the flock
             self._lock = None
         return problems
