@@ -67,6 +67,8 @@ def _snapshot(bin_dir: Path, names: Sequence[str]) -> host.HostSnapshot:
 
 @dataclass
 class Fleet:
+    """The real nodes of the cluster in ``run_dir``: :meth:`prepare`, :meth:`start`, :meth:`stop`."""
+
     run_dir: Path
     bin_dir: Path
     logs: Path
