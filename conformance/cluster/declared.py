@@ -8,12 +8,19 @@ behaviours inconclusive. The local provider now records the capabilities in the 
 ``kube-public/kthena-conformance-cluster`` when it brings a cluster up, and the existing provider
 reads it: fault injection and DNS then work there as on the local provider.
 
+It also declares the cluster's **real nodes** (:class:`RealNodes`): which nodes run containers
+for real (a kubelet and a container runtime, not kwok) and which images with a shell are there
+without a pull. Behaviours observable only inside a running container (a hostname, the DNS a Pod
+sees, the environment a DRA driver's CDI spec gives) run on those nodes; without a declaration
+they cannot be observed and say so.
+
 The record is a declaration by whoever wrote it; a cluster without one declares nothing and the
 existing provider injects nothing. :func:`record` and :func:`parse` are pure.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,12 +31,51 @@ NAME = "kthena-conformance-cluster"
 
 
 @dataclass(frozen=True)
+class RealNodes:
+    """Nodes that run containers for real, and the images a test may run there without a pull.
+
+    ``selector`` picks the nodes (labels; empty: every node); ``images`` maps a variant to an
+    image reference present on them: ``v1`` has a POSIX shell with ``env``, ``hostname``,
+    ``nslookup`` and ``sleep``; ``v2`` the same tools in an image with other content (an in-place
+    image update). Pull policy ``IfNotPresent`` finds them."""
+
+    selector: Mapping[str, str]
+    images: Mapping[str, str]
+
+    def as_details(self) -> dict[str, Any]:
+        """The ``realNodes`` entry of a cluster's details (and its report)."""
+        return {"selector": dict(self.selector), "images": dict(self.images)}
+
+    @classmethod
+    def from_details(cls, details: Mapping[str, Any] | None) -> RealNodes | None:
+        """The declaration in ``details["realNodes"]``; None without one, or without a ``v1`` image."""
+        entry = (details or {}).get("realNodes")
+        if not isinstance(entry, Mapping):
+            return None
+        selector, images = entry.get("selector") or {}, entry.get("images") or {}
+        if not isinstance(selector, Mapping) or not isinstance(images, Mapping) or not images.get("v1"):
+            return None
+        return cls({str(k): str(v) for k, v in selector.items()}, {str(k): str(v) for k, v in images.items()})
+
+
+def _pairs(text: str) -> dict[str, str]:
+    """``a=1,b=2`` -> ``{"a": "1", "b": "2"}`` (entries without ``=`` are ignored)."""
+    return dict(item.split("=", 1) for item in text.split(",") if "=" in item)
+
+
+def _joined(pairs: Mapping[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(pairs.items()))
+
+
+@dataclass(frozen=True)
 class Declared:
-    """A cluster's declared capabilities: the Pod faults it injects, its DNS server, who made it."""
+    """A cluster's declared capabilities: the Pod faults it injects, its DNS server, who made it,
+    and its real nodes (None: none)."""
 
     faults: frozenset[Fault]
     dns: str | None
     made_by: str
+    real_nodes: RealNodes | None = None
 
 
 def record(declared: Declared) -> dict[str, Any]:
@@ -37,6 +83,9 @@ def record(declared: Declared) -> dict[str, Any]:
     data = {"faults": ",".join(f.value for f in Fault if f in declared.faults), "madeBy": declared.made_by}
     if declared.dns:
         data["dns"] = declared.dns
+    if declared.real_nodes is not None:
+        data["realNodes.selector"] = _joined(declared.real_nodes.selector)
+        data["realNodes.images"] = _joined(declared.real_nodes.images)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -55,7 +104,9 @@ def parse(data: dict[str, str] | None) -> Declared | None:
         return None
     known = {f.value: f for f in Fault}
     faults = frozenset(known[name] for name in (data.get("faults") or "").split(",") if name in known)
-    return Declared(faults, data.get("dns") or None, data.get("madeBy", "unknown"))
+    images = _pairs(data.get("realNodes.images") or "")
+    real = RealNodes(_pairs(data.get("realNodes.selector") or ""), images) if images.get("v1") else None
+    return Declared(faults, data.get("dns") or None, data.get("madeBy", "unknown"), real)
 
 
 def publish(api: Any, declared: Declared) -> None:

@@ -102,10 +102,13 @@ class ExistingProvider(Provider):
             faults = ", ".join(f.value for f in declared.faults) or "none"
             simulates = (
                 *simulates,
-                f"declared by {declared.made_by}: Pod faults {faults}; DNS {declared.dns or 'none'}",
+                f"declared by {declared.made_by}: Pod faults {faults}; DNS {declared.dns or 'none'}; real nodes "
+                + (_selector(declared.real_nodes.selector) if declared.real_nodes else "none"),
             )
             if declared.dns:
                 details["dns"] = declared.dns
+            if declared.real_nodes is not None:
+                details["realNodes"] = declared.real_nodes.as_details()
         return ClusterInfo(
             provider=self.name,
             name=self.context_name() or name,
@@ -141,3 +144,8 @@ class ExistingProvider(Provider):
     def injects_now(self) -> frozenset[Any]:
         declared = self.declared()
         return declared.faults if declared is not None else frozenset()
+
+
+def _selector(selector: dict[str, str] | Any) -> str:
+    """How a real-node selector reads in the report: ``every node``, or ``k=v,...``."""
+    return ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "every node"

@@ -44,7 +44,7 @@ class ClusterInfo:
             "kubernetesVersion": self.kubernetes_version,
             "context": self.context,
             "simulates": list(self.simulates),
-            **{k: v for k, v in self.details.items() if k in {"versions", "timings", "nodes", "dns"}},
+            **{k: v for k, v in self.details.items() if k in {"versions", "timings", "nodes", "dns", "realNodes"}},
         }
 
     def to_json(self) -> str:

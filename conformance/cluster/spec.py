@@ -87,17 +87,8 @@ class NodePool(BaseModel):
 
     @model_validator(mode="after")
     def _real_pools_fit(self) -> NodePool:
-        if self.kind == "real":
-            if self.count > MAX_REAL_NODES:
-                raise ValueError(f"a pool of kind real has at most {MAX_REAL_NODES} nodes, not {self.count}")
-            from fake_devices.drivers import DRIVERS
-
-            devices = [shape.count_label for shape in DRIVERS.values() if shape.count_label in self.labels]
-            if devices:
-                raise ValueError(
-                    f"label {devices[0]} on a pool of kind real: the fake DRA drivers' kubelet plugin does not "
-                    "run on real nodes yet; put accelerators on a kwok pool"
-                )
+        if self.kind == "real" and self.count > MAX_REAL_NODES:
+            raise ValueError(f"a pool of kind real has at most {MAX_REAL_NODES} nodes, not {self.count}")
         return self
 
     def node_names(self) -> list[str]:

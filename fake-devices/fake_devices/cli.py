@@ -1,7 +1,7 @@
 """``fake-devices``: run a fake driver's ResourceSlice publisher or kubelet plugin.
 
     fake-devices publish --driver gpu|npu [--kubeconfig PATH] [--context NAME] [--resync SECONDS]
-    fake-devices kubelet-plugin --driver gpu|npu --node-name NODE [--plugin-dir ...] [--cdi-dir ...]
+    fake-devices kubelet-plugin --driver gpu|npu --node-name NODE [--plugin-dir ...] [--cdi-dir ...] [--ready-file F]
     fake-devices device-classes [--driver gpu|npu]     # the DeviceClass manifests, as YAML
 
 Without ``--kubeconfig`` the in-cluster configuration is used inside a Pod, the default kubeconfig
@@ -82,6 +82,7 @@ def cmd_kubelet_plugin(args: argparse.Namespace) -> int:
         plugin_dir=args.plugin_dir,
         registry_dir=args.registry_dir,
         cdi_dir=args.cdi_dir,
+        ready_file=args.ready_file,
     )
     with plugin:
         stop.wait()
@@ -125,6 +126,9 @@ def parser() -> argparse.ArgumentParser:
     plug.add_argument("--plugin-dir", type=Path, default=server.DEFAULT_PLUGIN_DIR)
     plug.add_argument("--registry-dir", type=Path, default=server.DEFAULT_REGISTRY_DIR)
     plug.add_argument("--cdi-dir", type=Path, default=server.DEFAULT_CDI_DIR)
+    plug.add_argument(
+        "--ready-file", type=Path, default=None, help="a file kept while the kubelet has the plugin registered"
+    )
     plug.set_defaults(func=cmd_kubelet_plugin)
 
     dc = sub.add_parser("device-classes", help="print the DeviceClass manifests")

@@ -29,6 +29,8 @@ from conformance.cluster.realnode import fleet, host
 from conformance.cluster.spec import ClusterSpec, NodePool
 from conformance.cluster.versions import PINNED
 from conformance.framework.waits import wait_for
+from fake_devices.drivers import GPU, NPU, DriverShape
+from fake_devices.kubeletplugin.cdi import device_env
 
 from .conftest import isolated_cache
 from .real_nodes import in_container, pod, require_binaries, require_host, running, snapshot, unavailable
@@ -66,8 +68,8 @@ def alive(pid: int) -> bool:
         return False
 
 
-def assert_host_as_before(before: host.HostSnapshot, bin_dir: Path) -> None:
-    left = host.diff(before, snapshot(bin_dir, NODES)).lines()
+def assert_host_as_before(before: host.HostSnapshot, bin_dir: Path, nodes: list[str] = NODES) -> None:
+    left = host.diff(before, snapshot(bin_dir, nodes)).lines()
     assert not left, "the host differs from before the cluster started:\n" + "\n".join(left)
 
 
@@ -145,6 +147,74 @@ def test_a_killed_supervisor_s_real_nodes_are_undone_by_down(isolated: Path, bin
     finally:
         provider.down(SPEC.name)
     assert_host_as_before(before, bin_dir)
+
+
+DEVICES_SPEC = ClusterSpec(
+    name="realdevices",
+    node_pools=[
+        NodePool(name="worker", count=1),
+        NodePool(name="gpu", kind="real", count=1, labels={GPU.count_label: "2"}),
+        NodePool(name="npu", kind="real", count=1, labels={NPU.count_label: "2"}),
+    ],
+)
+
+
+def a_pod_with_a_device(
+    core: client.CoreV1Api, resource: client.ResourceV1Api, shape: DriverShape, node: str
+) -> tuple[Any, str]:
+    """A Pod on ``node`` whose container claims one device of ``shape``'s class (through a
+    ResourceClaimTemplate), Running; and the device the scheduler allocated to it."""
+    name = f"with-{shape.key}"
+    template = {
+        "metadata": {"name": name},
+        "spec": {"spec": {"devices": {"requests": [
+            {"name": "dev", "exactly": {"deviceClassName": shape.driver, "count": 1}}
+        ]}}},
+    }  # fmt: skip
+    resource.create_namespaced_resource_claim_template("default", template)
+    body = pod(
+        name,
+        node,
+        spec={"resourceClaims": [{"name": "dev", "resourceClaimTemplateName": name}]},
+        resources={"claims": [{"name": "dev"}]},
+    )
+    started = running(core, "default", body)
+    (status,) = started.status.resource_claim_statuses
+    claim = resource.read_namespaced_resource_claim(status.resource_claim_name, "default")
+    (result,) = claim.status.allocation.devices.results
+    assert (result.driver, result.pool) == (shape.driver, node), result
+    return started, result.device
+
+
+def test_the_fake_drivers_kubelet_plugins_prepare_devices_on_real_nodes(isolated: Path, bin_dir: Path) -> None:
+    """A claimed device's CDI environment reaches the container on a real GPU and a real NPU node,
+    and the claim is unprepared (its CDI spec removed) when the Pod goes."""
+    nodes = DEVICES_SPEC.node_names()
+    before = snapshot(bin_dir, nodes)
+    provider = LocalProvider()
+    info = provider.up(DEVICES_SPEC)
+    try:
+        assert "kubelet_plugins_registered" in info.details.get("timings", {}), info.details
+        kube = api_client(info.kubeconfig)
+        core, resource = client.CoreV1Api(kube), client.ResourceV1Api(kube)
+        for shape, node in ((GPU, "gpu-0"), (NPU, "npu-0")):
+            started, device = a_pod_with_a_device(core, resource, shape, node)
+            env = in_container(core, "default", started.metadata.name, "env").split()
+            for variable in device_env(shape, device):
+                assert variable in env, f"{variable} (CDI, device {device}) not in the container's environment: {env}"
+            cdi_dir = fleet.nodes_root(isolated / DEVICES_SPEC.name) / node / "cdi"
+            specs = sorted(p.name for p in cdi_dir.glob(f"{shape.driver}-*.json"))
+            assert len(specs) == 1, f"one prepared claim, one CDI spec in {cdi_dir}: {specs}"
+            core.delete_namespaced_pod(started.metadata.name, "default")
+            wait_for(
+                f"the claim of Pod {started.metadata.name} unprepared (its CDI spec removed from {cdi_dir})",
+                lambda d=cdi_dir, s=shape: sorted(p.name for p in d.glob(f"{s.driver}-*.json")),
+                until=lambda left: not left,
+                timeout=60,
+            )
+    finally:
+        provider.down(DEVICES_SPEC.name)
+    assert_host_as_before(before, bin_dir, nodes)
 
 
 def test_more_real_nodes_than_allowed_is_one_clear_message(isolated: Path) -> None:

@@ -486,11 +486,6 @@ def test_load_crds_names_a_missing_file(tmp_path: Path) -> None:
             "at most 4 real nodes per cluster, 5 asked for",
             id="too-many-in-all",
         ),
-        pytest.param(
-            [{"name": "g", "kind": "real", "count": 1, "labels": {"gpu.example.com/device-count": "2"}}],
-            "gpu.example.com/device-count on a pool of kind real",
-            id="devices-not-yet",
-        ),
         pytest.param([{"name": "x", "kind": "metal"}], "node_pools[0].kind", id="unknown-kind"),
     ],
 )
@@ -505,6 +500,18 @@ def test_real_pools_are_told_apart_and_named_like_others() -> None:
     assert [p.name for p in spec.real_pools()] == ["real"]
     assert spec.node_names() == ["worker-0", "real-0", "real-1"]
     assert ClusterSpec().real_pools() == [] and NodePool().kind == "kwok"
+
+
+def test_real_pools_may_carry_devices() -> None:
+    spec = ClusterSpec.parse(
+        {
+            "node_pools": [
+                {"name": "gpu", "kind": "real", "count": 1, "labels": {"gpu.example.com/device-count": "2"}},
+                {"name": "npu", "count": 1, "labels": {"npu.example.com/device-count": "8"}},
+            ]
+        }
+    )
+    assert spec.device_nodes() == {"gpu": ["gpu-0"], "npu": ["npu-0"]}
 
 
 def test_kwok_manifests_leave_real_nodes_to_their_kubelets() -> None:

@@ -434,13 +434,59 @@ def fake_devices_components(layout: RunLayout, drivers: list[str], *, python: st
     ]
 
 
-def fake_devices_objects(drivers: list[str]) -> list[tuple[str, dict[str, Any]]]:
+@dataclass(frozen=True)
+class KubeletPluginSite:
+    """A fake DRA driver's kubelet plugin on one real node: where it serves and writes CDI specs."""
+
+    driver: str  # the driver's key: gpu, npu
+    node: str
+    plugin_dir: Path  # the kubelet's <root-dir>/plugins
+    registry_dir: Path  # the kubelet's <root-dir>/plugins_registry
+    cdi_dir: Path  # the node's containerd reads CDI specs here
+
+
+def kubelet_plugin_ready_file(layout: RunLayout, driver: str, node: str) -> Path:
+    """Kept by the plugin exactly while the node's kubelet has it registered."""
+    return layout.root / "fake-devices" / f"{driver}-{node}.ready"
+
+
+def fake_devices_plugin_components(
+    layout: RunLayout, sites: Sequence[KubeletPluginSite], *, python: str = sys.executable
+) -> list[Component]:
+    """One fake DRA kubelet plugin (``fake-devices kubelet-plugin``) per driver per real device
+    node, with the publishers' identity (it reads ResourceClaims). It registers through the
+    kubelet's plugin watcher; the supervisor waits for its ready file (no health endpoint)."""
+    return [
+        Component(
+            f"fake-devices-{site.driver}-plugin-{site.node}",
+            (
+                python,
+                "-m",
+                "fake_devices",
+                "kubelet-plugin",
+                f"--driver={site.driver}",
+                f"--node-name={site.node}",
+                f"--kubeconfig={layout.component_kubeconfig('fake-devices')}",
+                f"--plugin-dir={site.plugin_dir}",
+                f"--registry-dir={site.registry_dir}",
+                f"--cdi-dir={site.cdi_dir}",
+                f"--ready-file={kubelet_plugin_ready_file(layout, site.driver, site.node)}",
+            ),
+            after=("kube-apiserver",),
+        )
+        for site in sites
+    ]
+
+
+def fake_devices_objects(drivers: list[str], *, kubelet_plugins: bool = False) -> list[tuple[str, dict[str, Any]]]:
     """What the publishers need before they start: least-privilege RBAC for their user (read
-    Nodes, own ResourceSlices: the rules of fake-devices/deploy/rbac.yaml) and the drivers'
-    DeviceClasses, as (collection path, object) pairs to POST."""
+    Nodes, own ResourceSlices: the rules of fake-devices/deploy/rbac.yaml; read ResourceClaims too
+    when ``kubelet_plugins`` run on real nodes) and the drivers' DeviceClasses, as (collection
+    path, object) pairs to POST."""
     from fake_devices.drivers import get_driver
 
     rbac = "/apis/rbac.authorization.k8s.io/v1"
+    claims = [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]}]
     objects: list[tuple[str, dict[str, Any]]] = [
         (
             f"{rbac}/clusterroles",
@@ -455,6 +501,7 @@ def fake_devices_objects(drivers: list[str]) -> list[tuple[str, dict[str, Any]]]
                         "resources": ["resourceslices"],
                         "verbs": ["get", "list", "watch", "create", "update", "delete"],
                     },
+                    *(claims if kubelet_plugins else []),
                 ],
             },
         ),

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..binaries import BinaryCache, BinarySet
+from ..declared import RealNodes
 from ..errors import HarnessError
 from ..faults import PULL_FAILS_REGISTRY, Fault, FaultInjector
 from ..paths import runs_root
@@ -114,6 +115,15 @@ def _lock_is_held(lock_path: Path) -> bool:
     finally:
         os.close(fd)
     return False
+
+
+def declared_real_nodes() -> RealNodes:
+    """What the local provider's real nodes offer the suite: the nodes labelled real, the harness's
+    workload images imported on each (:mod:`..realnode.images`)."""
+    from ..realnode.config import NODE_KIND_LABEL
+    from ..realnode.images import WORKLOAD_IMAGES
+
+    return RealNodes({NODE_KIND_LABEL: "real"}, dict(WORKLOAD_IMAGES))
 
 
 class LocalProvider(Provider):
@@ -386,6 +396,7 @@ class LocalProvider(Provider):
                 "timings": state.get("timings", {}),
                 "nodes": spec.node_names(),
                 **({"real_nodes": state["real_nodes"]} if state.get("real_nodes") else {}),
+                **({"realNodes": declared_real_nodes().as_details()} if state.get("real_nodes") else {}),
                 "ports": state.get("ports", {}),
                 "run_dir": state.get("run_dir"),
                 **({"dns": dns} if dns else {}),
@@ -431,9 +442,10 @@ class LocalProvider(Provider):
         through ``--provider existing``."""
         from kubernetes import client
 
-        from ..declared import Declared, publish
+        from ..declared import Declared, RealNodes, publish
         from ..kube import api_client
 
         dns = info.details.get("dns")
         made_by = f"kthena-conformance local provider, cluster '{info.name}'"
-        publish(client.CoreV1Api(api_client(info.kubeconfig, info.context)), Declared(self.injects, dns, made_by))
+        declared = Declared(self.injects, dns, made_by, RealNodes.from_details(info.details))
+        publish(client.CoreV1Api(api_client(info.kubeconfig, info.context)), declared)

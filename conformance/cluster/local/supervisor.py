@@ -52,6 +52,7 @@ from .components import (
     COREDNS_USER,
     FAKE_DEVICES_USER,
     Component,
+    KubeletPluginSite,
     Ports,
     RunLayout,
     components,
@@ -61,6 +62,8 @@ from .components import (
     fake_devices_components,
     fake_devices_files,
     fake_devices_objects,
+    fake_devices_plugin_components,
+    kubelet_plugin_ready_file,
     node_manifests,
 )
 from .kwok_guard import KWOK_USER, POLICY_NAME, guard_objects
@@ -108,6 +111,8 @@ class Supervisor:
     _restart_requested: bool = False
     plan: dict[str, Component] = field(default_factory=dict)
     restarts: dict[str, int] = field(default_factory=dict)
+    # The fake DRA drivers' kubelet plugins' component names (stopped before the real nodes).
+    kubelet_plugins: list[str] = field(default_factory=list)
     # The CoreDNS binary; None runs the cluster without a DNS server.
     coredns: Path | None = None
     # The real nodes (``kind: real`` pools), once started: stopped, and the host restored, in stop().
@@ -254,12 +259,22 @@ class Supervisor:
         if self.fleet is not None:
             self.start_real_nodes()
         devices = self.spec.device_nodes()
+        sites = self.kubelet_plugin_sites(devices)
         if devices:
-            self.start_fake_devices(api, list(devices))
+            self.start_fake_devices(api, list(devices), sites)
         self.wait_for(
             "all nodes Ready and the default ServiceAccount",
             lambda: self.nodes_ready(api, names) and self.sa_ready(api),
         )
+        if sites:
+            self.wait_for(
+                lambda: (
+                    "the real nodes' kubelets to register the fake DRA kubelet plugins: "
+                    + ", ".join(f"{s.driver} on {s.node}" for s in sites if not self.plugin_registered(s))
+                ),
+                lambda: all(self.plugin_registered(s) for s in sites),
+            )
+            self.timings["kubelet_plugins_registered"] = self.elapsed()
         if devices:
             self.wait_for(
                 "the fake DRA drivers' ResourceSlices on every device node",
@@ -320,16 +335,40 @@ class Supervisor:
         self.timings["real_nodes_started"] = self.elapsed()
         self.write_state("starting")
 
-    def start_fake_devices(self, api: RestClient, drivers: list[str]) -> None:
-        """RBAC and DeviceClasses for the fake DRA drivers, then one publisher per driver."""
-        self.emit("progress", message="starting the fake DRA drivers: " + ", ".join(drivers))
-        for path, body in fake_devices_objects(drivers):
+    def kubelet_plugin_sites(self, devices: dict[str, list[str]]) -> list[KubeletPluginSite]:
+        """The fake drivers' kubelet plugins to run: one per driver on each real device node
+        (kwok nodes run no kubelet: there the scheduler allocates and nothing prepares)."""
+        real = {node.name: node for node in self.fleet.nodes} if self.fleet else {}
+        return [
+            KubeletPluginSite(
+                driver=key,
+                node=name,
+                plugin_dir=real[name].dirs.dra_plugins,
+                registry_dir=real[name].dirs.plugin_registry,
+                cdi_dir=real[name].dirs.cdi,
+            )
+            for key, nodes in devices.items()
+            for name in nodes
+            if name in real
+        ]
+
+    def plugin_registered(self, site: KubeletPluginSite) -> bool:
+        return kubelet_plugin_ready_file(self.layout, site.driver, site.node).exists()
+
+    def start_fake_devices(self, api: RestClient, drivers: list[str], sites: list[KubeletPluginSite]) -> None:
+        """RBAC and DeviceClasses for the fake DRA drivers, then one publisher per driver and one
+        kubelet plugin per driver on each real device node."""
+        on_real = f" (kubelet plugins on {', '.join(sorted({s.node for s in sites}))})" if sites else ""
+        self.emit("progress", message="starting the fake DRA drivers: " + ", ".join(drivers) + on_real)
+        for path, body in fake_devices_objects(drivers, kubelet_plugins=bool(sites)):
             resp = api.post(path, body)
             if resp.status not in (201, 409):
                 raise HarnessError(f"creating {body['kind']} {body['metadata']['name']} failed: HTTP {resp.status}")
-        for comp in fake_devices_components(self.layout, drivers):
+        comps = fake_devices_components(self.layout, drivers) + fake_devices_plugin_components(self.layout, sites)
+        for comp in comps:
             self.plan[comp.name] = comp
             self.launch(comp)
+        self.kubelet_plugins = [c.name for c in comps[len(drivers) :]]
 
     @staticmethod
     def slices_published(api: RestClient, devices: dict[str, list[str]]) -> bool:
@@ -506,6 +545,9 @@ class Supervisor:
                 time.sleep(0.2)
 
     def stop(self) -> None:
+        # The kubelet plugins before their kubelets: a registered plugin's sockets live in the node's
+        # directory, which the fleet's restore removes.
+        stop_all([self.procs.pop(name) for name in self.kubelet_plugins if name in self.procs])
         if self.fleet is not None:  # first: its restore must not find the control plane's state half gone
             for name in self.fleet.processes():
                 self.procs.pop(name, None)

@@ -81,6 +81,16 @@ class NodeDirs:
         return self.root / "kubelet"
 
     @property
+    def dra_plugins(self) -> Path:
+        """Where DRA kubelet plugins serve (``<plugins>/<driver>/dra.sock``): the kubelet's own layout."""
+        return self.kubelet_root / "plugins"
+
+    @property
+    def plugin_registry(self) -> Path:
+        """The directory the kubelet's plugin watcher scans for registration sockets."""
+        return self.kubelet_root / "plugins_registry"
+
+    @property
     def kubelet_config(self) -> Path:
         return self.root / "kubelet-config.yaml"
 

@@ -174,6 +174,7 @@ class RegistrationService:
 
     shape: DriverShape
     endpoint: Path
+    ready_file: Path | None = None  # present exactly while the kubelet has the plugin registered
     registered: threading.Event = field(default_factory=threading.Event)
     last_error: str = ""
 
@@ -190,10 +191,15 @@ class RegistrationService:
             log.info("registered with the kubelet as %s", self.shape.driver)
             self.last_error = ""
             self.registered.set()
+            if self.ready_file is not None:
+                self.ready_file.parent.mkdir(parents=True, exist_ok=True)
+                self.ready_file.write_text(f"{self.shape.driver} registered\n")
         else:
             log.error("the kubelet refused the registration: %s", request.error)
             self.last_error = str(request.error)
             self.registered.clear()
+            if self.ready_file is not None:
+                self.ready_file.unlink(missing_ok=True)
         return reg.RegistrationStatusResponse()
 
     def handler(self) -> grpc.GenericRpcHandler:
@@ -219,7 +225,8 @@ class KubeletPlugin:
 
     The DRA socket is ``<plugin_dir>/<driver>/dra.sock`` and the registration socket
     ``<registry_dir>/<driver>-reg.sock``. Stale sockets from a previous run are replaced; both are
-    removed on :meth:`stop`. (A unix socket path is limited to 107 bytes.)
+    removed on :meth:`stop`. (A unix socket path is limited to 107 bytes.) ``ready_file``, when
+    given, exists exactly while the kubelet has the plugin registered (what a supervisor waits for).
     """
 
     def __init__(
@@ -231,6 +238,7 @@ class KubeletPlugin:
         plugin_dir: Path = DEFAULT_PLUGIN_DIR,
         registry_dir: Path = DEFAULT_REGISTRY_DIR,
         cdi_dir: Path = DEFAULT_CDI_DIR,
+        ready_file: Path | None = None,
     ) -> None:
         self.shape = shape
         self.dra_socket = plugin_dir / shape.driver / "dra.sock"
@@ -239,7 +247,7 @@ class KubeletPlugin:
             if len(str(path).encode()) > 107:
                 raise ValueError(f"unix socket path too long ({len(str(path))} bytes): {path}")
         self.dra = DraService(shape, node_name, cdi_dir, lookup)
-        self.registration = RegistrationService(shape, self.dra_socket)
+        self.registration = RegistrationService(shape, self.dra_socket, ready_file)
         self._servers: list[grpc.Server] = []
 
     def start(self) -> None:
@@ -265,6 +273,8 @@ class KubeletPlugin:
         self._servers.clear()
         for path in (self.registration_socket, self.dra_socket):
             path.unlink(missing_ok=True)
+        if self.registration.ready_file is not None:
+            self.registration.ready_file.unlink(missing_ok=True)
 
     def __enter__(self) -> KubeletPlugin:
         self.start()

@@ -10,7 +10,14 @@ import pytest
 from click.testing import CliRunner
 
 from conformance.cli import device_pools, main
-from conformance.cluster.local.components import RunLayout, fake_devices_components, fake_devices_objects
+from conformance.cluster.local.components import (
+    KubeletPluginSite,
+    RunLayout,
+    fake_devices_components,
+    fake_devices_objects,
+    fake_devices_plugin_components,
+    kubelet_plugin_ready_file,
+)
 from conformance.cluster.spec import ClusterSpec, NodePool
 from fake_devices.cli import parser
 from fake_devices.drivers import GPU, NPU
@@ -50,6 +57,27 @@ def test_publisher_components_are_valid_cli_commands(tmp_path: Path) -> None:
         assert comp.argv[:3] == ("/py", "-m", "fake_devices")
         args = parser().parse_args(list(comp.argv[3:]))
         assert args.command == "publish" and args.kubeconfig == str(layout.component_kubeconfig("fake-devices"))
+
+
+def test_kubelet_plugin_components_are_valid_cli_commands(tmp_path: Path) -> None:
+    layout = RunLayout(tmp_path)
+    site = KubeletPluginSite("npu", "npu-0", tmp_path / "k" / "plugins", tmp_path / "k" / "reg", tmp_path / "cdi")
+    (comp,) = fake_devices_plugin_components(layout, [site], python="/py")
+    assert comp.name == "fake-devices-npu-plugin-npu-0"
+    args = parser().parse_args(list(comp.argv[3:]))
+    assert (args.command, args.driver, args.node_name) == ("kubelet-plugin", "npu", "npu-0")
+    assert (args.plugin_dir, args.registry_dir, args.cdi_dir) == (site.plugin_dir, site.registry_dir, site.cdi_dir)
+    assert args.ready_file == kubelet_plugin_ready_file(layout, "npu", "npu-0")
+    assert args.kubeconfig == str(layout.component_kubeconfig("fake-devices"))
+
+
+@pytest.mark.parametrize("plugins", [False, True])
+def test_kubelet_plugins_may_read_claims_only_when_they_run(plugins: bool) -> None:
+    role = fake_devices_objects(["gpu"], kubelet_plugins=plugins)[0][1]
+    claims = [r for r in role["rules"] if "resourceclaims" in r["resources"]]
+    assert claims == (
+        [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]}] if plugins else []
+    )
 
 
 def test_objects_grant_least_privilege_and_create_device_classes() -> None:

@@ -66,10 +66,17 @@ def plugin() -> Iterator[KubeletPlugin]:
     root = Path(tempfile.mkdtemp(prefix="fd-", dir="/tmp"))  # short: unix socket paths are limited
     try:
         with KubeletPlugin(
-            GPU, NODE, lookup, plugin_dir=root / "plugins", registry_dir=root / "registry", cdi_dir=root / "cdi"
+            GPU,
+            NODE,
+            lookup,
+            plugin_dir=root / "plugins",
+            registry_dir=root / "registry",
+            cdi_dir=root / "cdi",
+            ready_file=root / "ready" / "gpu",
         ) as p:
             yield p
         assert not p.dra_socket.exists() and not p.registration_socket.exists()
+        assert not (root / "ready" / "gpu").exists(), "the ready file goes with the plugin"
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -95,10 +102,13 @@ def test_registration(plugin: KubeletPlugin, channels: tuple[grpc.Channel, grpc.
     assert info.endpoint == str(plugin.dra_socket)
     assert list(info.supported_versions) == ["v1.DRAPlugin"]
     assert plugin.registration_socket.name == "gpu.example.com-reg.sock"
+    ready = plugin.registration.ready_file
+    assert ready is not None and not ready.exists(), "not ready before the kubelet registers the plugin"
     stub.NotifyRegistrationStatus(reg.RegistrationStatus(plugin_registered=True), timeout=5)
-    assert plugin.registration.registered.is_set()
+    assert plugin.registration.registered.is_set() and ready.exists()
     stub.NotifyRegistrationStatus(reg.RegistrationStatus(plugin_registered=False, error="version skew"), timeout=5)
     assert not plugin.registration.registered.is_set() and plugin.registration.last_error == "version skew"
+    assert not ready.exists(), "a refused registration is not ready"
 
 
 def test_prepare_and_unprepare(plugin: KubeletPlugin, channels: tuple[grpc.Channel, grpc.Channel]) -> None:
