@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from conformance.cli import main
-from conformance.cluster.declared import Declared, parse, record
+from conformance.cluster.declared import Declared, RealNodes, parse, record
 from conformance.cluster.faults import Fault
 from conformance.run.webhooks import WebhookInputError, check_url, configuration
 
@@ -20,6 +20,8 @@ from conformance.run.webhooks import WebhookInputError, check_url, configuration
         Declared(frozenset(Fault), "127.0.0.1:5353", "local provider, cluster 'a'"),
         Declared(frozenset({Fault.RESTART}), None, "someone"),
         Declared(frozenset(), None, "someone"),
+        Declared(frozenset(), None, "x", RealNodes({"node-kind": "real", "zone": "a"}, {"v1": "w:v1", "v2": "w:v2"})),
+        Declared(frozenset(), None, "kind: every node", RealNodes({}, {"v1": "busybox:1.36"})),
     ],
 )
 def test_a_declaration_reads_back_as_written(declared: Declared) -> None:
@@ -73,3 +75,27 @@ def test_serve_cert_writes_a_ca_and_a_serving_pair_and_no_ca_key(tmp_path: Path)
     assert sorted(p.name for p in where.iterdir()) == ["ca.crt", "tls.crt", "tls.key"]
     again = CliRunner().invoke(main, ["webhook", "serve-cert", "--dir", str(where)])
     assert again.exit_code == 2 and "already holds" in again.output
+
+
+@pytest.mark.parametrize(
+    ("details", "expected"),
+    [
+        pytest.param({}, None, id="none"),
+        pytest.param({"realNodes": "yes"}, None, id="not-a-mapping"),
+        pytest.param({"realNodes": {"selector": {"a": "b"}, "images": {}}}, None, id="no-image"),
+        pytest.param({"realNodes": {"selector": ["a"], "images": {"v1": "i"}}}, None, id="bad-selector"),
+        pytest.param({"realNodes": {"images": {"v1": "i"}}}, RealNodes({}, {"v1": "i"}), id="every-node"),
+        pytest.param(
+            {"realNodes": RealNodes({"k": "v"}, {"v1": "i", "v2": "j"}).as_details()},
+            RealNodes({"k": "v"}, {"v1": "i", "v2": "j"}),
+            id="round-trip",
+        ),
+    ],
+)
+def test_real_nodes_are_read_from_cluster_details(details: dict[str, object], expected: RealNodes | None) -> None:
+    assert RealNodes.from_details(details) == expected
+
+
+def test_real_nodes_without_a_v1_image_are_not_declared() -> None:
+    found = parse({"faults": "", "realNodes.selector": "a=b", "realNodes.images": "v2=x"})
+    assert found is not None and found.real_nodes is None
