@@ -407,6 +407,14 @@ def binaries_path() -> None:
     "(local) cluster when no --capabilities is given; --no-fake-devices leaves the Accelerators profile out]",
 )
 @click.option("--fake-devices-fault", "fake_device_faults", multiple=True, hidden=True, help="self-validation only")
+@click.option(
+    "--real-nodes/--no-real-nodes",
+    default=None,
+    help="real nodes (containerd and a kubelet on this host) in the embedded cluster, for the behaviours only "
+    "observable inside a running container: one per accelerator device class, or one plain node [default: when "
+    "the host supports them, or as KTHENA_REAL_NODES=on|off|auto says; --real-nodes makes a host that cannot an "
+    "error]",
+)
 def run_command(
     provider_name: str,
     name: str,
@@ -440,6 +448,7 @@ def run_command(
     capability_files: tuple[Path, ...],
     fake_devices: bool | None,
     fake_device_faults: tuple[str, ...],
+    real_nodes: bool | None,
 ) -> None:
     """Provision a cluster, deploy the implementation, run the suite, write the report.
 
@@ -488,6 +497,7 @@ def run_command(
         capabilities=list(capability_files),
         fake_devices=fake_devices,
         fake_device_faults=list(fake_device_faults),
+        real_nodes=real_nodes,
     )
     result = run_suite(options, progress=_progress_printer())
     report = result.report

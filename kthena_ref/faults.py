@@ -205,6 +205,10 @@ FAULTS: dict[str, str] = {
         "<entry-service>.<namespace>"
     ),
     "services-not-published-before-ready": "headless-service Services have publishNotReadyAddresses: false",
+    "hostname-as-fqdn": (
+        "headless-service also sets setHostnameAsFQDN on Pods, so the engine's container sees its FQDN as hostname "
+        "instead of the Pod's hostname (only observable in a running container: real nodes)"
+    ),
     "services-not-recreated": (
         "a plugin Service deleted while its Role instance has Pods is not recreated (new instances still get theirs)"
     ),

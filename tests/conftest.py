@@ -8,6 +8,7 @@ records into ``reports/self-validation.json`` and prints the mutation score."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,11 @@ from typing import Any
 import pytest
 
 pytest_plugins = ["conformance.cluster.testing", "conformance.implementations.testing"]
+
+# Runs of the suite made by these tests (and the CLI processes they start) get no real nodes unless
+# a test asks (`real_nodes=True`): the host runs one real-node cluster at a time, so only the tests
+# about real nodes compete for it (conformance/run/realnodes.py).
+os.environ["KTHENA_REAL_NODES"] = "off"
 
 _VARIANTS = Path(__file__).resolve().parents[1] / "reports" / "self-validation"
 

@@ -33,6 +33,13 @@ traceback)::
       - {name: memory, capacity: true, atLeast: 16Gi, level: SHOULD}
       claims:
         maxDevicesPerClaim: 2            # the largest ExactCount one claim may ask for (1..32)
+      containerEnv:                      # optional: what a container sees for each device of a claim
+      - {name: "GPU_DEVICE_{index}", value: "{device}"}  # (checked on real nodes: the CDI spec's env)
+
+``containerEnv`` templates name the environment variables the driver's prepared claim (its CDI
+spec) gives a container for each allocated device: ``{device}`` is the device's name and
+``{<attribute>}`` the value of one of the class's declared attributes on that device (braces doubled
+for a literal one). Observable only in a running container, so checked on the cluster's real nodes.
 
 Attributes are either typed (``type``: ``int``, ``bool``, ``string`` or ``version``, the
 ``resource.k8s.io/v1`` DeviceAttribute kinds) or ``capacity: true`` (a DeviceCapacity quantity).
@@ -49,6 +56,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
+import string
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -145,6 +153,11 @@ class Claims(_Strict):
     max_devices_per_claim: int = Field(alias="maxDevicesPerClaim", ge=1, le=MAX_DEVICES_PER_CLAIM)
 
 
+class EnvTemplate(_Strict):
+    name: str = Field(min_length=1)
+    value: str
+
+
 class DeviceClassCapabilities(_Strict):
     name: str = Field(min_length=1)
     level: Level = MUST
@@ -152,6 +165,7 @@ class DeviceClassCapabilities(_Strict):
     nodes: Nodes
     attributes: list[Attribute] = Field(default_factory=list)
     claims: Claims
+    container_env: list[EnvTemplate] = Field(default_factory=list, alias="containerEnv")
 
 
 class PodSettings(_Strict):
@@ -299,6 +313,61 @@ def _semantic_problems(f: _CapabilityFile) -> list[tuple[Loc, str]]:
             if key in names:
                 out.append(((*where, "name"), f"duplicate attribute {attr.name!r} (also attributes[{names[key]}])"))
             names.setdefault(key, j)
+        declared = set(names)
+        for j, env in enumerate(cls.container_env):
+            for part in ("name", "value"):
+                problem = _template_problem(getattr(env, part), declared)
+                if problem:
+                    out.append(((*here, "containerEnv", j, part), problem))
+    return out
+
+
+def _template_problem(text: str, attributes: set[str]) -> str | None:
+    """Why ``text`` is not a containerEnv template: a placeholder that is neither ``{device}`` nor
+    a declared attribute, a format spec or conversion, or unbalanced braces."""
+    try:
+        fields = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        return f"{text!r}: {exc} (double a brace for a literal one)"
+    for _, name, spec, conversion in fields:
+        if name is None:
+            continue
+        if spec or conversion:
+            return f"{text!r}: placeholder {{{name}}} takes no format spec or conversion"
+        if name != "device" and name not in attributes:
+            known = ", ".join(sorted({"device", *attributes}))
+            return f"{text!r}: unknown placeholder {{{name}}} (known: {known}; attributes must be declared)"
+    return None
+
+
+def render_env(cls: DeviceClassCapabilities, driver: str, device: Mapping[str, Any]) -> dict[str, str]:
+    """The environment ``cls.containerEnv`` promises for ``device`` (a ResourceSlice device): each
+    template with ``{device}`` and the device's attribute values filled in. An attribute the device
+    does not carry renders as ``<missing ...>`` (never matching). Pure."""
+    values: dict[str, str] = {"device": str(device.get("name", ""))}
+    for key, entry in (device.get("attributes") or {}).items():
+        kinds = [k for k in ("int", "bool", "string", "version") if k in (entry or {})]
+        if kinds:
+            raw = entry[kinds[0]]
+            values[attribute_key(key, driver)] = str(raw).lower() if isinstance(raw, bool) else str(raw)
+    missing = {
+        attribute_key(a.name, driver): f"<missing attribute {a.name}>"
+        for a in cls.attributes
+        if attribute_key(a.name, driver) not in values
+    }
+    table = {**missing, **values}
+    return {env.name.format_map(table): env.value.format_map(table) for env in cls.container_env}
+
+
+def env_problems(want: Mapping[str, str], seen: Mapping[str, str], device: str) -> list[str]:
+    """What ``seen`` (a container's environment) lacks of ``want`` (:func:`render_env` for
+    ``device``), one line each. Pure."""
+    out = []
+    for name, value in sorted(want.items()):
+        if name not in seen:
+            out.append(f"device {device}: {name}={value} expected, {name} is not set")
+        elif seen[name] != value:
+            out.append(f"device {device}: {name}={value} expected, {name}={seen[name]} seen")
     return out
 
 

@@ -179,13 +179,15 @@ ACCELERATOR_LABEL = "conformance.kthena.io/accelerator"
 FAKE_POOL_NODES = 2
 
 
-def device_pools(capabilities: list[Any]) -> list[Any]:
+def device_pools(capabilities: list[Any], *, real_nodes: bool = False) -> list[Any]:
     """Node pools for the fake drivers' device classes: the selector's labels plus the driver's
     device-count label (the declared count), tainted as the tolerations say; at least
-    :data:`FAKE_POOL_NODES` nodes (or the declared ``minNodes``). Pure."""
+    :data:`FAKE_POOL_NODES` nodes (or the declared ``minNodes``). With ``real_nodes`` one node of
+    each class (while :data:`MAX_REAL_NODES` allows) is a real one (pool ``<name>-real``), the
+    rest kwok nodes. Pure."""
     from fake_devices.drivers import DRIVERS
 
-    from ..cluster.spec import NodePool, Taint
+    from ..cluster.spec import MAX_REAL_NODES, NodePool, Taint
 
     shapes = {shape.driver: shape for shape in DRIVERS.values()}
     pools: list[NodePool] = []
@@ -203,6 +205,9 @@ def device_pools(capabilities: list[Any]) -> list[Any]:
             ]
             name = f"accel-{shape.key}" + (f"-{i}" if i else "")
             count = max(FAKE_POOL_NODES, cls.nodes.min_nodes)
+            if real_nodes and sum(p.count for p in pools if p.kind == "real") < MAX_REAL_NODES:
+                pools.append(NodePool(name=f"{name}-real", kind="real", count=1, labels=labels, taints=taints))
+                count -= 1
             pools.append(NodePool(name=name, count=count, labels=labels, taints=taints))
     return pools
 

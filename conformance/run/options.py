@@ -76,6 +76,9 @@ class RunOptions:
     capabilities: list[Path] = field(default_factory=list)
     fake_devices: bool | None = None
     fake_device_faults: list[str] = field(default_factory=list)
+    # Real nodes on the embedded cluster (run/realnodes.py): True insists, False never, None (default)
+    # when the host supports them.
+    real_nodes: bool | None = None
 
 
 def check_cluster_options(options: RunOptions) -> None:

@@ -49,9 +49,10 @@ from typing import Any
 
 from .. import __version__
 from ..cluster.errors import HarnessError
+from ..cluster.paths import runs_root
 from ..cluster.provider import ClusterInfo, Progress, quiet
 from ..cluster.registry import get_provider
-from ..cluster.spec import ClusterSpec
+from ..cluster.spec import ClusterSpec, NodePool
 from .accelerators import AcceleratorPlan, device_pools, fake_device_faults, load_accelerators
 from .deploy import deploy_command, deploy_reference
 from .launch import SETTLE_SECONDS, Launch, LaunchError, crds_of
@@ -70,6 +71,8 @@ from .options import (
 from .preflight import preflight
 from .prerequisites import installable
 from .progress import BehaviourCounter, ProgressTail, profile_lines
+from .realnodes import ENV as REAL_NODES_ENV
+from .realnodes import PLAIN_POOL, asked_by_env, host_problem, plan_real_nodes
 from .restarts import RestartService
 
 __all__ = ["RunOptions", "RunResult", "options_wait", "run"]
@@ -186,8 +189,16 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
             spec = spec.model_copy(update={"crds": [*own, *needed]})
             if needed:
                 progress(f"installing the prerequisites of the selected profiles: {_names(needed)}")
-        if capabilities and options.provider_name in ("local", "kind"):
-            spec = spec.model_copy(update={"node_pools": [*spec.node_pools, *device_pools(capabilities)]})
+        asked = options.real_nodes if options.real_nodes is not None else asked_by_env(os.environ.get(REAL_NODES_ENV))
+        own_run_dir = runs_root() / spec.name  # the local provider's run directory of this cluster
+        problem = host_problem(own_run_dir) if options.provider_name == "local" and asked is not False else None
+        real = plan_real_nodes(asked, options.provider_name, problem)
+        data["notes"].append(real.note)
+        pools = device_pools(capabilities, real_nodes=real.use) if options.provider_name in ("local", "kind") else []
+        if real.use and not any(p.kind == "real" for p in pools):
+            pools.append(NodePool(name=PLAIN_POOL, kind="real", count=1))
+        if pools:
+            spec = spec.model_copy(update={"node_pools": [*spec.node_pools, *pools]})
         with fake_device_faults(options.fake_device_faults):
             info = provider.up(
                 spec, progress=progress, owner_pid=options.cluster_owner_pid if options.keep_cluster else os.getpid()

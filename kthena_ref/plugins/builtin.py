@@ -109,6 +109,8 @@ class HeadlessService(NoOpHooks):
         assert req.pod is not None
         spec = req.pod["spec"]
         spec["hostname"] = req.pod["metadata"]["name"]
+        if faults.active("hostname-as-fqdn"):  # the container's hostname becomes the FQDN, not the Pod name
+            spec["setHostnameAsFQDN"] = True
         # A Pod recreated into a legacy instance keeps the old layout (spec reading 10).
         spec["subdomain"] = entry_service_name(req) if self.legacy_layout(req) else discovery_service_name(req)
         address = f"{entry_service_name(req)}.{req.ms.metadata.namespace}"

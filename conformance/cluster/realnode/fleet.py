@@ -43,6 +43,21 @@ HOST_LOCK = (Path("/run/lock") if Path("/run/lock").is_dir() else Path(tempfile.
 STATE_VERSION = 1
 
 
+def host_lock_holder() -> str | None:
+    """Who holds the host's real nodes now (what the holder wrote), None when they are free."""
+    try:
+        lock = HOST_LOCK.open("r")
+    except FileNotFoundError:
+        return None
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return lock.read().strip() or "another cluster"
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    return None
+
+
 @dataclass(frozen=True)
 class NodeRequest:
     """One real node to start: its name, labels and taints (``{"key", "value", "effect"}``)."""

@@ -19,11 +19,18 @@ from typing import Any
 
 import pytest
 
-from conformance.framework.capabilities import Capabilities, DeviceClassCapabilities
+from conformance.framework import realnodes
+from conformance.framework.capabilities import (
+    Capabilities,
+    DeviceClassCapabilities,
+    env_problems,
+    inventory,
+    render_env,
+)
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
 from conformance.framework.modelserving import ModelServings, running_ready
-from conformance.framework.outcomes import Inconclusive
+from conformance.framework.outcomes import Inconclusive, not_supported
 from conformance.framework.waits import holds_for
 
 from .devices import (
@@ -43,6 +50,7 @@ from .devices import (
     double_allocations,
     every_class,
     evidence_dir,
+    nodes,
     pod_devices,
     shown,
     slices,
@@ -331,4 +339,74 @@ def test_devices_are_freed_with_the_modelserving(
         v.notes.append(f"{view.cls.name}: all {free} free devices held, freed and reused")
 
     _each_class(kube, ms, capabilities, verdicts, scenario)
+    verdicts.finish()
+
+
+def _environment(text: str) -> dict[str, str]:
+    """``env``'s output as a mapping (lines without ``=`` are a previous value's continuation)."""
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+@behaviour(
+    "accelerators/cdi/container-environment",
+    "A running container whose Pod claims a device of a class MUST see, for that device, the environment the "
+    "capability file's containerEnv declares (what the driver's prepared claim, its CDI spec, gives it).",
+    DRIVER_SPEC,
+    Feature.DRIVER_CERTIFICATION,
+    serial=True,
+    slow=True,
+)
+def test_a_claimed_device_s_environment_reaches_the_container(
+    kube: Any, ns: str, ms: ModelServings, manifest: Any, capabilities: list[Capabilities], suite: Any,
+    request: pytest.FixtureRequest,
+) -> None:  # fmt: skip
+    if not any(cls.container_env for _, cls in every_class(capabilities)):
+        pytest.skip(
+            not_supported("no capability file declares containerEnv: the container environment is not certified")
+        )
+    real = realnodes.require(suite, "the environment a driver's prepared claim gives a container")
+    verdicts = Verdicts(request, evidence_dir(suite, "accelerators/cdi/container-environment"))
+    labels = {str(n["metadata"]["name"]): n["metadata"].get("labels") or {} for n in nodes(kube)}
+
+    def scenario(i: int, view: ClassView, v: Verdicts) -> None:
+        if not view.cls.container_env:
+            v.notes.append(f"{view.cls.name}: declares no containerEnv, not checked")
+            return
+        on_real = [n for n in view.nodes if view.free.get(n) and all(
+            labels.get(n, {}).get(k) == val for k, val in real.selector.items())]  # fmt: skip
+        if not on_real:
+            raise Inconclusive(
+                f"{view.title}: none of its selected nodes with a free device is a real node "
+                f"({', '.join(f'{k}={val}' for k, val in real.selector.items()) or 'any'}): nothing prepares a "
+                "claim for a running container"
+            )
+        name = f"env-{i}"
+        template = _template(kube, ns, manifest, name, view.cls, 1)
+        body = accel_modelserving(manifest, view.caps, view.cls, name=name, template=template, replicas=1,
+                                  worker_replicas=0)  # fmt: skip
+        (role,) = body["spec"]["template"]["roles"]
+        selector = {**view.cls.nodes.selector, "kubernetes.io/hostname": on_real[0]}
+        role["entryTemplate"]["spec"] = realnodes.place_on_real_nodes(role["entryTemplate"]["spec"], real,
+                                                                      selector=selector)  # fmt: skip
+        ms.create(body)
+        (pod,) = _running(ms, name, 1)
+        seen = _environment(realnodes.run_in(kube.core, ns, pod.metadata.name, pod.spec.containers[0].name, "env"))
+        published = inventory(view.caps.driver, slices(kube)).get(pod.spec.node_name)
+        by_id = {(pool, str(d.get("name"))): d for pool, d in (published.devices if published else [])}
+        problems: list[str] = []
+        devices = pod_devices(kube, ns, pod)
+        for _, pool, device in devices:
+            published_device = by_id.get((pool, device))
+            if published_device is None:
+                problems.append(f"device {pool}/{device} is not published on {pod.spec.node_name}")
+                continue
+            want = render_env(view.cls, view.caps.driver, published_device)
+            problems += env_problems(want, seen, f"{pool}/{device}")
+        v.notes.append(f"{view.cls.name}: Pod {pod.metadata.name} on {pod.spec.node_name} with {shown(devices)}")
+        v.evidence(f"environment-{i}.txt", "\n".join(f"{k}={val}" for k, val in sorted(seen.items())) + "\n")
+        assert devices, f"Pod {pod.metadata.name} runs without an allocated device of {view.cls.name}"
+        assert not problems, "; ".join(problems)
+        _gone(ms, kube, ns, name)
+
+    _each_class(kube, ms, capabilities, verdicts, scenario, min_free=1)
     verdicts.finish()

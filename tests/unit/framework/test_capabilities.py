@@ -19,9 +19,11 @@ from conformance.framework.capabilities import (
     check_device_classes,
     check_devices,
     effective_support,
+    env_problems,
     load_all,
     load_capabilities,
     quantity,
+    render_env,
     semver,
 )
 from conformance.framework.features import Feature
@@ -348,6 +350,26 @@ def test_the_shipped_files_are_valid_and_match_the_fake_drivers(name: str) -> No
         pytest.param(
             changed("pods", {"image": ""}), "pods.image: string should have at least 1 character", id="empty-image"
         ),
+        pytest.param(
+            changed("deviceClasses.0.containerEnv", [{"name": "GPU_{serial}", "value": "{device}"}]),
+            "containerEnv[0].name: 'GPU_{serial}': unknown placeholder {serial} (known: device, driverVersion, index",
+            id="env-undeclared-attribute",
+        ),
+        pytest.param(
+            changed("deviceClasses.0.containerEnv", [{"name": "GPU", "value": "{index:03d}"}]),
+            "containerEnv[0].value: '{index:03d}': placeholder {index} takes no format spec or conversion",
+            id="env-format-spec",
+        ),
+        pytest.param(
+            changed("deviceClasses.0.containerEnv", [{"name": "GPU_{", "value": "x"}]),
+            "containerEnv[0].name: 'GPU_{': Single '{' encountered in format string (double a brace",
+            id="env-unbalanced",
+        ),
+        pytest.param(
+            changed("deviceClasses.0.containerEnv", [{"value": "x"}]),
+            "containerEnv[0].name: required",
+            id="env-no-name",
+        ),
     ],
 )
 def test_malformed_files_name_the_file_line_and_field(tmp_path: Path, data: Any, expected: str) -> None:
@@ -540,6 +562,74 @@ def test_fake_driver_pools_follow_the_capability_files() -> None:
     assert pools["accel-gpu"].labels[GPU.count_label] == "4" and pools["accel-gpu"].count == 2
     assert pools["accel-npu"].labels[NPU.count_label] == "8"
     assert [t.key for t in pools["accel-npu"].taints] == ["huawei.com/ascend"]
+
+
+def test_with_real_nodes_one_node_of_each_class_is_real() -> None:
+    pools = {p.name: p for p in device_pools(load_all(fake_capability_files()), real_nodes=True)}
+    assert {n: (p.kind, p.count) for n, p in pools.items()} == {
+        "accel-gpu-real": ("real", 1),
+        "accel-gpu": ("kwok", 1),
+        "accel-npu-real": ("real", 1),
+        "accel-npu": ("kwok", 1),
+    }
+    assert pools["accel-npu-real"].labels == pools["accel-npu"].labels
+    assert pools["accel-npu-real"].taints == pools["accel-npu"].taints
+
+
+# -- containerEnv ---------------------------------------------------------------------------------------
+
+
+def _device(name: str, **attributes: Any) -> dict[str, Any]:
+    kinds = {bool: "bool", int: "int", str: "string"}
+    return {"name": name, "attributes": {k: {kinds[type(v)]: v} for k, v in attributes.items()}}
+
+
+@pytest.mark.parametrize(
+    ("shipped", "device", "expected"),
+    [
+        pytest.param("gpu.yaml", _device("gpu-3", index=3), {"GPU_DEVICE_3": "gpu-3"}, id="gpu"),
+        pytest.param(
+            "npu.yaml",
+            _device("npu-5-0", index=5),
+            {"NPU_DEVICE_5_0": "npu-5-0", "ASCEND_VISIBLE_DEVICES": "5"},
+            id="npu",
+        ),
+        pytest.param(
+            "gpu.yaml",
+            {"name": "gpu-1", "attributes": {"gpu.example.com/index": {"int": 1}}},
+            {"GPU_DEVICE_1": "gpu-1"},
+            id="qualified-attribute",
+        ),
+        pytest.param("gpu.yaml", _device("gpu-1"), {"GPU_DEVICE_<missing attribute index>": "gpu-1"}, id="missing"),
+    ],
+)
+def test_container_env_renders_per_device(shipped: str, device: dict[str, Any], expected: dict[str, str]) -> None:
+    caps = load_capabilities(SHIPPED / shipped)
+    (cls,) = caps.device_classes
+    assert render_env(cls, caps.driver, device) == expected
+
+
+def test_the_shipped_env_is_what_the_fake_kubelet_plugin_writes() -> None:
+    from fake_devices.kubeletplugin.cdi import device_env
+
+    for shipped, shape in (("gpu.yaml", GPU), ("npu.yaml", NPU)):
+        caps = load_capabilities(SHIPPED / shipped)
+        (cls,) = caps.device_classes
+        for device in shape.devices("node-a", 3):
+            written = dict(v.split("=", 1) for v in device_env(shape, str(device["name"])))
+            assert render_env(cls, caps.driver, device) == written
+
+
+@pytest.mark.parametrize(
+    ("seen", "problems"),
+    [
+        pytest.param({"A": "1", "B": "2", "PATH": "/bin"}, [], id="all-there"),
+        pytest.param({"A": "1"}, ["device d: B=2 expected, B is not set"], id="missing"),
+        pytest.param({"A": "1", "B": "3"}, ["device d: B=2 expected, B=3 seen"], id="wrong"),
+    ],
+)
+def test_env_problems(seen: dict[str, str], problems: list[str]) -> None:
+    assert env_problems({"A": "1", "B": "2"}, seen, "d") == problems
 
 
 def test_cli_check(tmp_path: Path) -> None:

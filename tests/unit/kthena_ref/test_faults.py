@@ -207,6 +207,10 @@ def probe_entry_address() -> set[str]:
     return {main_env(p)["ENTRY_ADDRESS"] for p in fresh(headless_ms()).create_pods}
 
 
+def probe_hostname_as_fqdn() -> set[bool]:
+    return {bool(p["spec"].get("setHostnameAsFQDN")) for p in fresh(headless_ms()).create_pods}
+
+
 def probe_publish_not_ready() -> set[bool]:
     return {s["spec"]["publishNotReadyAddresses"] for s in fresh(headless_ms()).create_services}
 
@@ -408,6 +412,7 @@ CASES = [
         {"ms-0-r-0.default"},
         ("entry-pod-own-address",),
     ),
+    Case("hostname-as-fqdn", probe_hostname_as_fqdn, {False}, {True}),
     Case(
         "services-not-published-before-ready",
         probe_publish_not_ready,
