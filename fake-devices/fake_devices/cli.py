@@ -73,6 +73,13 @@ def cmd_kubelet_plugin(args: argparse.Namespace) -> int:
         log.error("--node-name (or NODE_NAME) is required")
         return 2
     shape = get_driver(args.driver)
+    try:
+        faults = parse_faults(os.environ.get(FAULT_ENV))
+    except ValueError as exc:
+        log.error("%s: %s", FAULT_ENV, exc)
+        return 2
+    if faults:
+        log.warning("SELF-VALIDATION FAULTS ON (a broken variant): %s", ", ".join(sorted(faults)))
     stop = stop_event()
     lookup = api_lookup(api_client(args.kubeconfig, args.context))
     plugin = KubeletPlugin(
@@ -83,6 +90,7 @@ def cmd_kubelet_plugin(args: argparse.Namespace) -> int:
         registry_dir=args.registry_dir,
         cdi_dir=args.cdi_dir,
         ready_file=args.ready_file,
+        faults=faults,
     )
     with plugin:
         stop.wait()

@@ -143,6 +143,10 @@ def get_driver(key: str) -> DriverShape:
 FAULT_ENV = "FAKE_DEVICES_FAULT"
 FAULTS: dict[str, str] = {
     "device-count-off-by-one": "every served node publishes one device fewer than its count label asks for",
+    "cdi-env-next-device": (
+        "the kubelet plugin's CDI spec gives a container the variables of the next device (index + 1), not of the "
+        "device allocated"
+    ),
 }
 
 

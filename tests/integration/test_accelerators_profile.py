@@ -52,6 +52,10 @@ def outcomes(data: dict[str, Any]) -> dict[str, str]:
     return {t["id"]: t["outcome"] for t in data["tests"]}
 
 
+# the publisher's faults -> the behaviours that catch them (the kubelet plugin's: test_real_node_variants.py)
+CAUGHT_BY = {"device-count-off-by-one": ["accelerators/resource-slices/device-count"]}
+
+
 def test_the_suite_catches_a_driver_publishing_the_wrong_device_count(tmp_path: Path) -> None:
     data = accelerators(
         tmp_path,

@@ -53,22 +53,38 @@ def device_env(shape: DriverShape, device: str) -> list[str]:
     return env
 
 
-def cdi_spec(shape: DriverShape, claim_uid: str, devices: list[str]) -> dict[str, Any]:
-    """The CDI spec exposing ``devices`` of one claim (pure)."""
+def next_device(device: str) -> str:
+    """The device whose first number is one higher (``gpu-0`` -> ``gpu-1``, ``npu-3-0`` -> ``npu-4-0``):
+    the self-validation fault ``cdi-env-next-device`` exposes its variables instead."""
+    return re.sub(r"[0-9]+", lambda m: str(int(m.group()) + 1), device, count=1)
+
+
+def cdi_spec(
+    shape: DriverShape, claim_uid: str, devices: list[str], *, next_device_env: bool = False
+) -> dict[str, Any]:
+    """The CDI spec exposing ``devices`` of one claim (pure); ``next_device_env`` is the
+    self-validation fault ``cdi-env-next-device``."""
     return {
         "cdiVersion": CDI_VERSION,
         "kind": shape.cdi_kind,
         "devices": [
-            {"name": cdi_device_name(claim_uid, d), "containerEdits": {"env": device_env(shape, d)}} for d in devices
+            {
+                "name": cdi_device_name(claim_uid, d),
+                "containerEdits": {"env": device_env(shape, next_device(d) if next_device_env else d)},
+            }
+            for d in devices
         ],
     }
 
 
-def write_spec(cdi_dir: Path, shape: DriverShape, claim_uid: str, devices: list[str]) -> Path:
+def write_spec(
+    cdi_dir: Path, shape: DriverShape, claim_uid: str, devices: list[str], *, next_device_env: bool = False
+) -> Path:
     """Write (or rewrite) the claim's CDI spec atomically; returns its path."""
     cdi_dir.mkdir(parents=True, exist_ok=True)
     path = spec_path(cdi_dir, shape, claim_uid)
-    text = json.dumps(cdi_spec(shape, claim_uid, devices), indent=2, sort_keys=True) + "\n"
+    spec = cdi_spec(shape, claim_uid, devices, next_device_env=next_device_env)
+    text = json.dumps(spec, indent=2, sort_keys=True) + "\n"
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=cdi_dir)
     try:
         with os.fdopen(fd, "w") as f:

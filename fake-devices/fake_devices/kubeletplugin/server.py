@@ -79,6 +79,7 @@ class DraService:
     node_name: str
     cdi_dir: Path
     lookup: ClaimLookup
+    faults: frozenset[str] = frozenset()  # self-validation only (drivers.FAULTS)
     prepared: dict[str, list[cdi.PreparedDevice]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -102,7 +103,7 @@ class DraService:
                 f"allocated on node {self.node_name}"
             )
         names = [str(r["device"]) for r in results]
-        cdi.write_spec(self.cdi_dir, self.shape, uid, names)
+        cdi.write_spec(self.cdi_dir, self.shape, uid, names, next_device_env="cdi-env-next-device" in self.faults)
         devices = [
             cdi.PreparedDevice(
                 request_names=(str(r.get("request", "")),) if r.get("request") else (),
@@ -239,6 +240,7 @@ class KubeletPlugin:
         registry_dir: Path = DEFAULT_REGISTRY_DIR,
         cdi_dir: Path = DEFAULT_CDI_DIR,
         ready_file: Path | None = None,
+        faults: frozenset[str] = frozenset(),
     ) -> None:
         self.shape = shape
         self.dra_socket = plugin_dir / shape.driver / "dra.sock"
@@ -246,7 +248,7 @@ class KubeletPlugin:
         for path in (self.dra_socket, self.registration_socket):
             if len(str(path).encode()) > 107:
                 raise ValueError(f"unix socket path too long ({len(str(path))} bytes): {path}")
-        self.dra = DraService(shape, node_name, cdi_dir, lookup)
+        self.dra = DraService(shape, node_name, cdi_dir, lookup, faults)
         self.registration = RegistrationService(shape, self.dra_socket, ready_file)
         self._servers: list[grpc.Server] = []
 

@@ -66,3 +66,16 @@ def test_remove(tmp_path: Path) -> None:
     assert cdi.remove_spec(tmp_path, NPU, UID) is True
     assert not path.exists()
     assert cdi.remove_spec(tmp_path, NPU, UID) is False  # idempotent
+
+
+@pytest.mark.parametrize(
+    ("shape", "device", "env"),
+    [
+        pytest.param(GPU, "gpu-0", ["GPU_DEVICE_1=gpu-1"], id="gpu"),
+        pytest.param(NPU, "npu-3-0", ["NPU_DEVICE_4_0=npu-4-0", "ASCEND_VISIBLE_DEVICES=4"], id="npu"),
+    ],
+)
+def test_the_next_device_fault_exposes_another_device(shape: DriverShape, device: str, env: list[str]) -> None:
+    (entry,) = cdi.cdi_spec(shape, "uid", [device], next_device_env=True)["devices"]
+    assert entry["name"] == f"uid-{device}", "the CDI device is still the allocated one"
+    assert entry["containerEdits"]["env"] == env
