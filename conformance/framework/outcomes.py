@@ -159,6 +159,9 @@ class TestResult:
     spec: str = ""
     evidence: str | None = None
     level: str | None = None  # the behaviour's MUST / SHOULD / MAY (None: not recorded, older reports)
+    # Where a Pod-level condition was observed: "real nodes: ..." (in running containers) or
+    # "simulated: ..." (kwok); None when the behaviour does not depend on running containers.
+    observed: str | None = None
 
     @property
     def profile(self) -> str:
@@ -177,6 +180,7 @@ class TestResult:
             "statement": self.statement,
             "spec": self.spec,
             "evidence": self.evidence,
+            **({"observed": self.observed} if self.observed else {}),
         }
 
     @classmethod
@@ -194,6 +198,7 @@ class TestResult:
             spec=str(data.get("spec", "")),
             evidence=data.get("evidence"),
             level=str(data["level"]) if data.get("level") is not None else None,
+            observed=str(data["observed"]) if data.get("observed") else None,
         )
 
 

@@ -222,7 +222,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if props.get(f"message:{report.when}"):
         entry["messages"].append(f"{report.when}: {props[f'message:{report.when}']}")
     entry["duration"] += float(report.duration)
-    for key in ("behaviour", "evidence", WARNINGS, NOTES):
+    for key in ("behaviour", "evidence", WARNINGS, NOTES, OBSERVED):
         if props.get(key):
             entry[key] = props[key]
     if report.when not in ("setup", "call"):  # teardown, or a crashed worker's "???": the test is over
@@ -252,12 +252,19 @@ _CONFIG: dict[str, pytest.Config] = {}
 # into its result's message and the pass's results file (the runner puts them in the report).
 WARNINGS = "warnings"
 NOTES = "notes"  # what a test observed and the report should show (e.g. the scheduler's reason)
+OBSERVED = "observed"  # where a Pod-level condition was observed: real nodes, or simulated (framework.realnodes)
 
 
 def record_warnings(item: pytest.Item, warnings: list[str]) -> None:
     """Report ``warnings`` (SHOULD-level findings) for the test ``item`` without failing it."""
     if warnings:
         item.user_properties.append((WARNINGS, "; ".join(warnings)))
+
+
+def record_observed(item: pytest.Item, where: str) -> None:
+    """Say where the test's Pod-level condition was observed (in running containers on real
+    nodes, or simulated): kept apart in its result (``observed``) and shown in its message."""
+    item.user_properties.append((OBSERVED, where))
 
 
 def record_notes(item: pytest.Item, notes: list[str]) -> None:
@@ -293,6 +300,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             entry["messages"].append(f"warnings: {entry[WARNINGS]}")
         if entry.get(NOTES):
             entry["messages"].append(f"observed: {entry[NOTES]}")
+        if entry.get(OBSERVED):
+            entry["messages"].append(f"ran: {entry[OBSERVED]}")
         results.append(
             TestResult(
                 id=b.id,
@@ -305,6 +314,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 spec=b.spec,
                 evidence=entry.get("evidence"),
                 level=b.level,
+                observed=entry.get(OBSERVED),
             ).as_dict()
         )
     state.results_file.parent.mkdir(parents=True, exist_ok=True)

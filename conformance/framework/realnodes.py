@@ -28,6 +28,8 @@ from .outcomes import Inconclusive
 # Keeps the container running and stops at once on SIGTERM (PID 1 ignores signals without a handler).
 SLEEP = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
 EXEC_TIMEOUT = 60  # seconds for one exec round trip (the command itself takes milliseconds)
+CRASH_VOLUME, CRASH_DIR = "kthena-conformance-state", "/kthena-conformance-state"  # outlive a container restart
+OBSERVED_REAL, OBSERVED_SIMULATED = "real nodes", "simulated"  # how a test result's ``observed`` begins
 
 
 def declared(suite: Any) -> tuple[RealNodes | None, str]:
@@ -53,12 +55,33 @@ def require(suite: Any, what: str) -> RealNodes:
     return real
 
 
+def observed_on_real_nodes(request: Any, nodes: list[str]) -> None:
+    """Record that the test's Pod-level condition was observed in running containers on ``nodes``."""
+    from .plugin import record_observed
+
+    record_observed(request.node, f"{OBSERVED_REAL}: in running containers on {', '.join(sorted(set(nodes)))}")
+
+
+def observed_simulated(request: Any, how: str) -> None:
+    """Record that the test's Pod-level condition was simulated (``how``), not observed in a container."""
+    from .plugin import record_observed
+
+    record_observed(request.node, f"{OBSERVED_SIMULATED}: {how}")
+
+
 def place_on_real_nodes(
-    pod_spec: Mapping[str, Any], real: RealNodes, *, variant: str = "v1", selector: Mapping[str, str] | None = None
+    pod_spec: Mapping[str, Any],
+    real: RealNodes,
+    *,
+    variant: str = "v1",
+    selector: Mapping[str, str] | None = None,
+    crashable: bool = False,
 ) -> dict[str, Any]:
     """``pod_spec`` (a Pod template's ``spec``) run on the real nodes: their selector (plus
     ``selector``) merged into ``nodeSelector``, every container running the declared image
-    ``variant`` with pull policy IfNotPresent and a sleeping shell as its command. Pure."""
+    ``variant`` with pull policy IfNotPresent and a sleeping shell as its command. ``crashable``
+    containers can be made to crash as an engine does (:func:`crash_container`): a readiness probe
+    fails once a marker exists in an emptyDir volume, which outlives the container's restart. Pure."""
     if variant not in real.images:
         raise Inconclusive(f"the cluster's real nodes declare no image {variant!r} (only {sorted(real.images)})")
     spec = copy.deepcopy(dict(pod_spec))
@@ -68,7 +91,56 @@ def place_on_real_nodes(
         container["imagePullPolicy"] = "IfNotPresent"
         container["command"] = ["sh", "-c", SLEEP]
         container.pop("args", None)
+        if crashable:
+            mounts = [m for m in container.get("volumeMounts") or [] if m.get("name") != CRASH_VOLUME]
+            container["volumeMounts"] = [*mounts, {"name": CRASH_VOLUME, "mountPath": CRASH_DIR}]
+            container["readinessProbe"] = {
+                "exec": {"command": ["sh", "-c", f"test ! -e {CRASH_DIR}/crashed"]},
+                "periodSeconds": 1,
+                "failureThreshold": 1,
+            }
+    if crashable:
+        volumes = [v for v in spec.get("volumes") or [] if v.get("name") != CRASH_VOLUME]
+        spec["volumes"] = [*volumes, {"name": CRASH_VOLUME, "emptyDir": {}}]
     return spec
+
+
+def crash_container(core: Any, namespace: str, pod: str, container: str) -> None:
+    """Crash a :func:`place_on_real_nodes` ``crashable`` container as an engine does: it exits (the
+    kubelet restarts it) and stays not Ready (its readiness probe now fails)."""
+    run_in(core, namespace, pod, container, "sh", "-c", f"touch {CRASH_DIR}/crashed")
+    exit_container(core, namespace, pod, container)
+
+
+def if_declared(suite: Any, request: Any, simulated: str) -> RealNodes | None:
+    """The cluster's real nodes for a behaviour that runs on either kind of node; without them the
+    test's result says the condition was ``simulated`` (how), and the caller takes the kwok path."""
+    real, _ = declared(suite)
+    if real is None:
+        observed_simulated(request, simulated)
+    return real
+
+
+def place_modelserving(body: dict[str, Any], real: RealNodes, *, variant: str = "v1", crashable: bool = False) -> None:
+    """Every Role template of the ModelServing ``body`` placed on the real nodes (in place)."""
+    for role in body["spec"]["template"]["roles"]:
+        for key in ("entryTemplate", "workerTemplate"):
+            if key in role:
+                role[key]["spec"] = place_on_real_nodes(role[key]["spec"], real, variant=variant, crashable=crashable)
+
+
+def restart_count(pod: Any) -> int:
+    """The sum of a Pod's regular containers' restartCounts (a ``V1Pod``)."""
+    return sum(s.restart_count or 0 for s in (pod.status.container_statuses if pod.status else None) or [])
+
+
+def exit_container(core: Any, namespace: str, pod: str, container: str) -> None:
+    """Make ``container`` exit for real (its PID 1 gets SIGTERM: the sleeping shell exits 0), so
+    the kubelet restarts it. The exec session may end with the container; that is not an error."""
+    try:
+        run_in(core, namespace, pod, container, "sh", "-c", "kill 1")
+    except Exception:
+        return
 
 
 def run_in(core: Any, namespace: str, pod: str, container: str, *command: str) -> str:

@@ -182,6 +182,9 @@ class TestEntry(_Model):
     statement: str = ""
     spec: str = ""
     evidence: str | None = None
+    # Where the Pod-level condition was observed (real nodes, or simulated); optional: most
+    # behaviours do not depend on running containers, and older reports have none.
+    observed: str | None = None
 
 
 class CapabilityFileInfo(_Model):

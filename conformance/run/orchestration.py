@@ -72,7 +72,7 @@ from .preflight import preflight
 from .prerequisites import installable
 from .progress import BehaviourCounter, ProgressTail, profile_lines
 from .realnodes import ENV as REAL_NODES_ENV
-from .realnodes import PLAIN_POOL, asked_by_env, host_problem, plan_real_nodes
+from .realnodes import PLAIN_POOL, asked_by_env, host_problem, observed_notes, plan_real_nodes
 from .restarts import RestartService
 
 __all__ = ["RunOptions", "RunResult", "options_wait", "run"]
@@ -569,6 +569,7 @@ def _assemble(
             found.message = prefix + found.message
         tests.append(found)
     data["tests"] = [t.as_dict() for t in tests]
+    data["notes"] += observed_notes(tests)
     data["causes"] = causes(data["tests"])
     results = [profile_verdict(p, [t for t in tests if t.feature in p.features], support) for p in profiles]
     data["profiles"] = [r.as_dict() for r in results]

@@ -16,10 +16,14 @@ what ran.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..cluster.errors import HarnessError
+from ..framework.realnodes import OBSERVED_REAL as REAL
+from ..framework.realnodes import OBSERVED_SIMULATED as SIMULATED
 
 PLAIN_POOL = "real"  # the real pool of a run without device classes
 ENV = "KTHENA_REAL_NODES"
@@ -77,3 +81,17 @@ def host_problem(own_run_dir: Path) -> str | None:
     if holder is not None and str(own_run_dir) not in holder:
         return f"real nodes already run on this host ({holder}); one cluster at a time may run them"
     return None
+
+
+def observed_notes(tests: Sequence[Any]) -> list[str]:
+    """The report's lines on where Pod-level conditions were observed: which behaviours ran in
+    containers on real nodes and which were simulated (each a :class:`TestResult` with
+    ``observed``). Pure."""
+    real = sorted(t.id for t in tests if t.observed and t.observed.startswith(REAL))
+    simulated = sorted(t.id for t in tests if t.observed and t.observed.startswith(SIMULATED))
+    out = []
+    if real:
+        out.append(f"observed in running containers on real nodes: {', '.join(real)}")
+    if simulated:
+        out.append(f"simulated (no container ran: kwok's stages played the kubelet): {', '.join(simulated)}")
+    return out

@@ -8,8 +8,13 @@ behaviour that looks inside a running container on a real node:
 - the fake drivers with ``cdi-env-next-device`` (the kubelet plugin's CDI spec gives the container
   the next device's variables): ``accelerators/cdi/container-environment`` must.
 
-Each variant runs on its own embedded cluster with real nodes (a fake-device fault is read when the
-cluster's drivers start), in the serial pass: the host runs one real-node cluster at a time.
+And the recovery faults the kwok-only variants already catch through a simulated restart are caught
+again here where the container crashes for real (:data:`ALSO_ON_REAL_NODES`): the real path of
+those behaviours can fail too.
+
+The reference's variants share one kept embedded cluster with real nodes (a variant restarts only
+the controller); the fake driver's variant gets a cluster of its own (its fault is read when the
+cluster's drivers start). All in the serial pass: the host runs one real-node cluster at a time.
 Needs what ``test_real_node.py`` needs; skipped (or failed, with ``KTHENA_REQUIRE_REAL_NODES=1``)
 without it. Records go to ``reports/self-validation/<fault>.json`` like the other variants'.
 """
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +35,26 @@ from fake_devices.drivers import FAULTS as DEVICE_FAULTS
 from kthena_ref.faults import FAULTS
 from tests.integration.kept_runs import WAIT_OVERRIDES
 from tests.integration.real_nodes import require_host
-from tests.integration.test_self_validation import REAL_NODE_CAUGHT_BY, VARIANTS_DIR
+from tests.integration.test_self_validation import CAUGHT_BY, REAL_NODE_CAUGHT_BY, VARIANTS_DIR
 
 pytestmark = [pytest.mark.serial, pytest.mark.slow, pytest.mark.self_validation]
 
 DEVICE_CAUGHT_BY: dict[str, list[str]] = {"cdi-env-next-device": ["accelerators/cdi/container-environment"]}
+# Faults of CAUGHT_BY whose targets run in real containers when real nodes are declared.
+ALSO_ON_REAL_NODES = (
+    "none-recreates-restarted-pod",
+    "role-recreate-rebuilds-group",
+    "servinggroup-recreate-ignores-restarts",
+)
+
+
+@pytest.fixture(scope="module")
+def real_cluster() -> Iterator[str]:
+    """One kept cluster with real nodes for the reference's variants, taken down at the end."""
+    require_host()
+    name = f"selfval-real-{os.getpid()}"
+    yield name
+    LocalProvider().down(name)
 
 
 def test_every_device_fault_is_classified() -> None:
@@ -42,20 +63,17 @@ def test_every_device_fault_is_classified() -> None:
     assert set(DEVICE_CAUGHT_BY) | set(PUBLISHER_CAUGHT_BY) == set(DEVICE_FAULTS)
 
 
-def _variant(tmp_path: Path, fault: str, description: str, targets: list[str], **options: Any) -> None:
-    require_host()
-    cluster = f"selfval-real-{os.getpid()}"
-    try:
-        data = run(
-            RunOptions(report_dir=tmp_path, keep_cluster=True, cluster_name=cluster, cluster_owner_pid=os.getpid(),
-                       real_nodes=True, ids=targets, timeouts=WAIT_OVERRIDES, workers=1, **options)
-        ).report  # fmt: skip
-    finally:
-        LocalProvider().down(cluster)
+def _variant(
+    tmp_path: Path, cluster: str, fault: str, description: str, targets: list[str], record: bool, **options: Any
+) -> None:
+    data = run(
+        RunOptions(report_dir=tmp_path, keep_cluster=True, cluster_name=cluster, cluster_owner_pid=os.getpid(),
+                   real_nodes=True, ids=targets, timeouts=WAIT_OVERRIDES, workers=1, **options)
+    ).report  # fmt: skip
     outcomes = {t["id"]: t["outcome"] for t in data["tests"] if t["outcome"] != "skipped-by-user"}
     caught = sorted(i for i in targets if outcomes.get(i) == "non-conformant")
     VARIANTS_DIR.mkdir(parents=True, exist_ok=True)
-    record = {
+    entry = {
         "fault": fault,
         "description": description,
         "caught": bool(caught),
@@ -66,19 +84,39 @@ def _variant(tmp_path: Path, fault: str, description: str, targets: list[str], *
         "seconds": data["run"]["durationSeconds"],
         "realNodes": True,
     }
-    (VARIANTS_DIR / f"{fault}.json").write_text(json.dumps(record, indent=2) + "\n")
+    if record:  # the kwok-only variant's record stays the fault's record
+        (VARIANTS_DIR / f"{fault}.json").write_text(json.dumps(entry, indent=2) + "\n")
+    observed = {t["id"]: t.get("observed") or "" for t in data["tests"] if t["id"] in targets}
+    # a broken variant may fail before its Pods run (nothing observed yet), never on the simulated path
+    assert not any(o.startswith("simulated") for o in observed.values()), f"simulated, not real: {observed}"
     messages = {t["id"]: t["message"][:600] for t in data["tests"] if t["outcome"] != "skipped-by-user"}
-    assert caught, f"no test noticed fault {fault!r} ({description}); outcomes: {outcomes}; messages: {messages}"
+    assert caught, (
+        f"no test noticed fault {fault!r} ({description}); outcomes: {outcomes}; messages: {messages}; "
+        f"run error: {data.get('error')}"
+    )
     assert data["verdict"] == "failure" and data["exitCode"] == 1, (data["verdict"], data["exitCode"])
     assert any("real nodes: yes" in n for n in data["notes"]), data["notes"]
 
 
-@pytest.mark.parametrize("fault", sorted(REAL_NODE_CAUGHT_BY))
-def test_a_reference_fault_only_a_container_shows_is_caught(fault: str, tmp_path: Path) -> None:
-    _variant(tmp_path, fault, FAULTS[fault], REAL_NODE_CAUGHT_BY[fault], reference_faults=[fault])
-
-
+# Defined first, so it runs (and its cluster goes) before the module's real_cluster takes the host.
 @pytest.mark.parametrize("fault", sorted(DEVICE_CAUGHT_BY))
 def test_a_kubelet_plugin_fault_is_caught(fault: str, tmp_path: Path) -> None:
-    _variant(tmp_path, fault, DEVICE_FAULTS[fault], DEVICE_CAUGHT_BY[fault], fake_device_faults=[fault],
-             fake_devices=True)  # fmt: skip
+    require_host()
+    cluster = f"selfval-devices-{os.getpid()}"
+    try:
+        _variant(tmp_path, cluster, fault, DEVICE_FAULTS[fault], DEVICE_CAUGHT_BY[fault], True,
+                 fake_device_faults=[fault], fake_devices=True)  # fmt: skip
+    finally:
+        LocalProvider().down(cluster)
+
+
+@pytest.mark.parametrize("fault", sorted(REAL_NODE_CAUGHT_BY))
+def test_a_reference_fault_only_a_container_shows_is_caught(fault: str, real_cluster: str, tmp_path: Path) -> None:
+    _variant(tmp_path, real_cluster, fault, FAULTS[fault], REAL_NODE_CAUGHT_BY[fault], True, reference_faults=[fault])
+
+
+@pytest.mark.parametrize("fault", ALSO_ON_REAL_NODES)
+def test_a_recovery_fault_is_caught_where_containers_crash_for_real(
+    fault: str, real_cluster: str, tmp_path: Path
+) -> None:
+    _variant(tmp_path, real_cluster, fault, FAULTS[fault], CAUGHT_BY[fault], False, reference_faults=[fault])

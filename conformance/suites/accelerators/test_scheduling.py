@@ -390,6 +390,7 @@ def test_a_claimed_device_s_environment_reaches_the_container(
                                                                       selector=selector)  # fmt: skip
         ms.create(body)
         (pod,) = _running(ms, name, 1)
+        realnodes.observed_on_real_nodes(request, [pod.spec.node_name])
         seen = _environment(realnodes.run_in(kube.core, ns, pod.metadata.name, pod.spec.containers[0].name, "env"))
         published = inventory(view.caps.driver, slices(kube)).get(pod.spec.node_name)
         by_id = {(pool, str(d.get("name"))): d for pool, d in (published.devices if published else [])}

@@ -9,8 +9,13 @@ default pod or deployment": the kubelet restarts the container and no Pod is rec
 ``template.restartGracePeriodSeconds`` is "the grace time for the controller to rebuild ... when an
 error occurs".
 
-A restart is simulated as a crashing engine looks: the container's restartCount goes up and the
-Pod stays not Ready (:mod:`conformance.cluster.faults`). Only a regular container is restarted
+On a cluster with real nodes (:mod:`conformance.framework.realnodes`) the restart tests run their
+Pods there and the container crashes for real: it exits (its PID 1 is sent SIGTERM), the kubelet
+restarts it and reports the restart, and its readiness probe fails from then on (a marker in an
+emptyDir volume, which outlives the restart), as a crashing engine's would; the result says so
+(``observed``). Without real nodes a restart is
+simulated as a crashing engine looks: the container's restartCount goes up and the Pod stays not
+Ready (:mod:`conformance.cluster.faults`), and the result says it was simulated. Only a regular container is restarted
 here; a restarted init container (a sidecar) is :mod:`.test_recovery_init_restarts`'s. A failed
 Pod under ServingGroupRecreate (phase Failed, :attr:`Fault.FAIL`) is tested here too. As in
 :mod:`.test_recovery`, the tests never ask which ServingGroup a Pod is in: they count which Pods
@@ -22,7 +27,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from conformance.cluster.declared import RealNodes
 from conformance.cluster.faults import Fault
+from conformance.framework import realnodes
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
 from conformance.framework.modelserving import ModelServings, expected_pod_count, member, role_of, running_ready
@@ -33,16 +40,55 @@ NAME = "restarts"
 Kind = tuple[str, str]  # (role, member)
 
 
-def _start(ms: ModelServings, manifest: Any, policy: str, grace: int | None = None) -> tuple[dict[str, Any], Any]:
-    """Create the 6-Pod ModelServing with ``policy``; (its body, the worker Pod of Role a to restart)."""
+SIMULATED = "the container restart was kwok's (restartCount raised, Pod held not Ready): no container ran"
+
+
+def _start(
+    ms: ModelServings, manifest: Any, policy: str, grace: int | None = None, real: RealNodes | None = None
+) -> tuple[dict[str, Any], Any]:
+    """Create the 6-Pod ModelServing with ``policy`` (on ``real`` nodes when given); (its body, the
+    worker Pod of Role a to restart)."""
     body: dict[str, Any] = manifest("core-recovery-restarts")
     body["spec"]["recoveryPolicy"] = policy
     if grace is not None:
         body["spec"]["template"]["restartGracePeriodSeconds"] = grace
+    if real is not None:
+        realnodes.place_modelserving(body, real, crashable=True)
     ms.create(body)
     pods = ms.wait_pods(NAME, expected_pod_count(body))
     victim = next(p for p in pods if role_of(p) == "a" and member(p) == "worker")
     return body, victim
+
+
+def _start_where_declared(
+    ms: ModelServings, manifest: Any, policy: str, suite: Any, request: Any
+) -> tuple[dict[str, Any], Any, RealNodes | None]:
+    """:func:`_start` on the real nodes when the cluster declares them (recorded either way)."""
+    real = realnodes.if_declared(suite, request, SIMULATED)
+    body, victim = _start(ms, manifest, policy, real=real)
+    if real is not None:
+        realnodes.observed_on_real_nodes(request, [p.spec.node_name for p in ms.pods(NAME)])
+    return body, victim, real
+
+
+def _restart_where_declared(ms: ModelServings, faults: Any, pod: Any, real: RealNodes | None) -> None:
+    """On real nodes the container crashes for real (exits, restarted by the kubelet, not Ready
+    again; waited for: the restart reported, or the Pod already being replaced); else
+    :func:`_restart`'s simulation."""
+    if real is None:
+        _restart(ms, faults, pod.metadata.name)
+        return
+    name = pod.metadata.name
+    realnodes.crash_container(ms.kube.core, ms.ns, name, pod.spec.containers[0].name)
+
+    def seen() -> Any:
+        found = [p for p in ms.pods(NAME) if p.metadata.name == name and p.metadata.uid == pod.metadata.uid]
+        return found[0] if found else None
+
+    def restarted_or_replaced(p: Any) -> bool:
+        return p is None or p.metadata.deletion_timestamp is not None or realnodes.restart_count(p) > 0
+
+    ms.wait("recovery", f"the kubelet to restart the exited container of {name}", seen, restarted_or_replaced)
 
 
 def _kinds(pods: list[Any]) -> dict[str, Kind]:
@@ -107,11 +153,11 @@ A_INSTANCE: Counter[Kind] = Counter({("a", "entry"): 1, ("a", "worker"): 1})
     Feature.RECOVERY,
 )
 def test_servinggroup_recreate_rebuilds_the_group_of_a_restarted_container(
-    ms: ModelServings, manifest: Any, faults: Any
+    ms: ModelServings, manifest: Any, faults: Any, suite: Any, request: Any
 ) -> None:
-    body, victim = _start(ms, manifest, "ServingGroupRecreate")
+    body, victim, real = _start_where_declared(ms, manifest, "ServingGroupRecreate", suite, request)
     before = _kinds(ms.pods(NAME))
-    _restart(ms, faults, victim.metadata.name)
+    _restart_where_declared(ms, faults, victim, real)
     group = A_INSTANCE + Counter({("b", "entry"): 1})
     expect_replaced(ms, expected_pod_count(body), before, victim.metadata.uid, group,
                      "ServingGroupRecreate after a worker container of Role a restarted")  # fmt: skip
@@ -143,10 +189,12 @@ def test_servinggroup_recreate_rebuilds_the_group_of_a_failed_pod(
     f"{API}#RecoveryPolicy",
     Feature.RECOVERY,
 )
-def test_role_recreate_leaves_the_other_roles_alone(ms: ModelServings, manifest: Any, faults: Any) -> None:
-    body, victim = _start(ms, manifest, "RoleRecreate")
+def test_role_recreate_leaves_the_other_roles_alone(
+    ms: ModelServings, manifest: Any, faults: Any, suite: Any, request: Any
+) -> None:
+    body, victim, real = _start_where_declared(ms, manifest, "RoleRecreate", suite, request)
     before = _kinds(ms.pods(NAME))
-    _restart(ms, faults, victim.metadata.name)
+    _restart_where_declared(ms, faults, victim, real)
     expect_replaced(ms, expected_pod_count(body), before, victim.metadata.uid, A_INSTANCE,
                      "RoleRecreate after a worker container of Role a restarted")  # fmt: skip
 
@@ -158,15 +206,16 @@ def test_role_recreate_leaves_the_other_roles_alone(ms: ModelServings, manifest:
     f"{API}#RecoveryPolicy",
     Feature.RECOVERY,
 )
-def test_none_recreates_nothing_for_a_restarted_container(ms: ModelServings, manifest: Any, faults: Any) -> None:
-    _, victim = _start(ms, manifest, "None")
+def test_none_recreates_nothing_for_a_restarted_container(
+    ms: ModelServings, manifest: Any, faults: Any, suite: Any, request: Any
+) -> None:
+    _, victim, real = _start_where_declared(ms, manifest, "None", suite, request)
     before = sorted(p.metadata.uid for p in ms.pods(NAME))
     what = "recoveryPolicy None after a worker container of Role a restarted"
-    _restart(ms, faults, victim.metadata.name)
+    _restart_where_declared(ms, faults, victim, real)
 
     def restarted() -> int:
-        pod = ms.kube.core.read_namespaced_pod(victim.metadata.name, ms.ns)
-        return sum(s.restart_count or 0 for s in pod.status.container_statuses or [])
+        return realnodes.restart_count(ms.kube.core.read_namespaced_pod(victim.metadata.name, ms.ns))
 
     ms.wait("recovery", f"{what}: the restart of {victim.metadata.name} reported in its status", restarted, bool)
     ms.holds(f"{what}: every Pod keeps its UID", lambda: sorted(p.metadata.uid for p in ms.pods(NAME)),

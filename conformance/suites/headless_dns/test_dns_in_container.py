@@ -23,7 +23,7 @@ from typing import Any
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
 from conformance.framework.modelserving import ModelServings, env_of, expected_pod_count
-from conformance.framework.realnodes import place_on_real_nodes, require, run_in
+from conformance.framework.realnodes import observed_on_real_nodes, place_on_real_nodes, require, run_in
 
 from . import ENTRY_ADDRESS, USING_PLUGINS, entries
 
@@ -82,7 +82,7 @@ def _resolves(ms: ModelServings, asker: Any, name: str, ip: str, what: str, *, s
     USING_PLUGINS,
     Feature.DNS_RESOLUTION,
 )
-def test_names_resolve_inside_member_containers(ms: ModelServings, manifest: Any, suite: Any) -> None:
+def test_names_resolve_inside_member_containers(ms: ModelServings, manifest: Any, suite: Any, request: Any) -> None:
     real = require(suite, "a member's hostname and what its own resolver answers")
     body = manifest("dns-resolution")
     for role in body["spec"]["template"]["roles"]:
@@ -91,6 +91,7 @@ def test_names_resolve_inside_member_containers(ms: ModelServings, manifest: Any
                 role[key]["spec"] = place_on_real_nodes(role[key]["spec"], real)
     ms.create(body)
     pods = ms.wait_pods(body["metadata"]["name"], expected_pod_count(body))
+    observed_on_real_nodes(request, [p.spec.node_name for p in pods])
 
     for pod in pods:
         assert pod.spec.hostname and pod.spec.subdomain, (

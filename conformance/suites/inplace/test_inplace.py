@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.cluster.faults import Fault
+from conformance.framework import realnodes
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
-from conformance.framework.modelserving import ModelServings, expect_refused, expected_pod_count
+from conformance.framework.modelserving import ModelServings, expect_refused, expected_pod_count, running_ready
 from conformance.framework.rollout_watch import Layout, RolloutWatch
 from conformance.suites.rollout import expect_status_updated, never_gone, patch_roles, start, uids_of, with_image
 
@@ -56,18 +57,64 @@ def clear(ms: ModelServings, faults: Any, pod: str) -> None:
     STRATEGY,
     Feature.IN_PLACE_UPDATE,
 )
-def test_image_only_change_keeps_the_pods(ms: ModelServings, manifest: Any) -> None:
+def test_image_only_change_keeps_the_pods(ms: ModelServings, manifest: Any, suite: Any, request: Any) -> None:
     body = body_of(manifest)
+    real = realnodes.if_declared(suite, request, SIMULATED_RESTART)
+    new_image = V2
+    if real is not None:  # the Pods run for real: the kubelet restarts each container on the new image
+        realnodes.place_modelserving(body, real, variant="v1")
+        new_image = real.images.get("v2") or V2
     layout = start(ms, body)
     what = "InPlace, image v1 -> v2"
+    before = {p.metadata.uid: _running_image(p) for p in ms.pods(NAME)}
     with RolloutWatch(ms, NAME, layout) as watch:
         uids = uids_of(list(watch.latest().pods))
-        patch_roles(ms, body, with_image(body, V2))
-        settled = watch.wait_settled({"server": V2}, what)
+        patch_roles(ms, body, with_image(body, new_image))
+        settled = watch.wait_settled({"server": new_image}, what)
         timeline = watch.snapshot_timeline()
     never_gone(timeline, uids, what)
     assert settled.uids() == uids, f"{what}: expected the same Pods (UIDs) after the update: {settled.describe()}"
     expect_status_updated(ms, NAME, what)
+    if real is not None:
+        _expect_restarted_on_the_new_image(ms, before, what)
+        realnodes.observed_on_real_nodes(request, [p.spec.node_name for p in ms.pods(NAME)])
+
+
+SIMULATED_RESTART = "kwok's in-place stage marked the container restarted on the new image: no container ran"
+
+
+def _running_image(pod: Any) -> tuple[str, int]:
+    """(imageID, restartCount) of the Pod's first container as the kubelet reports it."""
+    (status,) = [s for s in pod.status.container_statuses or [] if s.name == pod.spec.containers[0].name] or [None]
+    return (status.image_id or "", status.restart_count or 0) if status is not None else ("", 0)
+
+
+def _expect_restarted_on_the_new_image(ms: ModelServings, before: dict[str, tuple[str, int]], what: str) -> None:
+    """On real nodes: every Pod (same UID) has its container restarted by the kubelet (restartCount
+    up) and running an image other than before (a new imageID), Ready again."""
+
+    def seen() -> dict[str, tuple[str, int, bool]]:
+        return {
+            p.metadata.uid: (*_running_image(p), running_ready(p)) for p in ms.pods(NAME) if p.metadata.uid in before
+        }
+
+    def done(now: dict[str, tuple[str, int, bool]]) -> bool:
+        return len(now) == len(before) and all(
+            image and image != before[uid][0] and restarts > before[uid][1] and ready
+            for uid, (image, restarts, ready) in now.items()
+        )
+
+    ms.wait(
+        "pods-running",
+        f"{what}: every Pod's container restarted in place by the kubelet and running the new image",
+        seen,
+        done,
+        describe=lambda now: "; ".join(
+            f"{uid[:8]}: imageID {before[uid][0][-12:]} -> {image[-12:]}, restarts {before[uid][1]} -> {restarts}, "
+            f"ready {ready}"
+            for uid, (image, restarts, ready) in sorted(now.items())
+        ),
+    )
 
 
 @behaviour(
