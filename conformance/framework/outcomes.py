@@ -180,7 +180,7 @@ class TestResult:
             "statement": self.statement,
             "spec": self.spec,
             "evidence": self.evidence,
-            **({"observed": self.observed} if self.observed else {}),
+            "observed": self.observed,
         }
 
     @classmethod

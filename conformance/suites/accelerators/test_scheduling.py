@@ -8,6 +8,10 @@ stays Pending and that devices come free with their claims is what the DRA drive
 scheduler do: driver certification (feature DriverCertification), never held against the
 ModelServing implementation.
 
+What a prepared claim gives a running container (the capability file's ``containerEnv``: the
+driver's CDI spec) is driver certification too, observed inside a container on a real node
+(:mod:`conformance.framework.realnodes`).
+
 Every test consumes devices cluster-wide, so all of them run alone (``serial``). Each DeviceClass
 of every capability file is exercised in turn; a problem with a SHOULD-level class is a warning.
 """

@@ -340,10 +340,13 @@ def test_test_result_dict_round_trip() -> None:
         "statement": "The x MUST y.",
         "spec": "f.txt#S",
         "evidence": "evidence/dns-a",
+        "observed": None,
     }
     assert TestResult.from_dict(data) == r
-    older = {k: v for k, v in data.items() if k != "level"}  # reports from before levels
+    older = {k: v for k, v in data.items() if k not in ("level", "observed")}  # reports from before levels
     assert TestResult.from_dict(older).level is None
+    real = TestResult("dns/a", "n::a", Feature.DNS_RESOLUTION, NC, 1.0, observed="real nodes: in running containers")
+    assert TestResult.from_dict(real.as_dict()) == real
 
 
 @pytest.mark.parametrize(
