@@ -20,6 +20,7 @@ existing provider injects nothing. :func:`record` and :func:`parse` are pure.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,10 +42,15 @@ class RealNodes:
 
     selector: Mapping[str, str]
     images: Mapping[str, str]
+    tolerations: tuple[Mapping[str, str], ...] = ()  # what a Pod needs to run there (their taints)
 
     def as_details(self) -> dict[str, Any]:
         """The ``realNodes`` entry of a cluster's details (and its report)."""
-        return {"selector": dict(self.selector), "images": dict(self.images)}
+        return {
+            "selector": dict(self.selector),
+            "images": dict(self.images),
+            "tolerations": [dict(t) for t in self.tolerations],
+        }
 
     @classmethod
     def from_details(cls, details: Mapping[str, Any] | None) -> RealNodes | None:
@@ -55,7 +61,14 @@ class RealNodes:
         selector, images = entry.get("selector") or {}, entry.get("images") or {}
         if not isinstance(selector, Mapping) or not isinstance(images, Mapping) or not images.get("v1"):
             return None
-        return cls({str(k): str(v) for k, v in selector.items()}, {str(k): str(v) for k, v in images.items()})
+        tolerations = entry.get("tolerations") or []
+        if not isinstance(tolerations, list) or not all(isinstance(t, Mapping) for t in tolerations):
+            return None
+        return cls(
+            {str(k): str(v) for k, v in selector.items()},
+            {str(k): str(v) for k, v in images.items()},
+            tuple({str(k): str(v) for k, v in t.items()} for t in tolerations),
+        )
 
 
 def _pairs(text: str) -> dict[str, str]:
@@ -86,6 +99,8 @@ def record(declared: Declared) -> dict[str, Any]:
     if declared.real_nodes is not None:
         data["realNodes.selector"] = _joined(declared.real_nodes.selector)
         data["realNodes.images"] = _joined(declared.real_nodes.images)
+        if declared.real_nodes.tolerations:
+            data["realNodes.tolerations"] = json.dumps([dict(t) for t in declared.real_nodes.tolerations])
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -105,7 +120,13 @@ def parse(data: dict[str, str] | None) -> Declared | None:
     known = {f.value: f for f in Fault}
     faults = frozenset(known[name] for name in (data.get("faults") or "").split(",") if name in known)
     images = _pairs(data.get("realNodes.images") or "")
-    real = RealNodes(_pairs(data.get("realNodes.selector") or ""), images) if images.get("v1") else None
+    try:
+        loaded = json.loads(data.get("realNodes.tolerations") or "[]")
+        tolerations = tuple({str(k): str(v) for k, v in t.items()} for t in loaded if isinstance(t, dict))
+    except (ValueError, AttributeError, TypeError):
+        tolerations = ()
+    selector = _pairs(data.get("realNodes.selector") or "")
+    real = RealNodes(selector, images, tolerations) if images.get("v1") else None
     return Declared(faults, data.get("dns") or None, data.get("madeBy", "unknown"), real)
 
 

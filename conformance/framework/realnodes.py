@@ -86,6 +86,7 @@ def place_on_real_nodes(
         raise Inconclusive(f"the cluster's real nodes declare no image {variant!r} (only {sorted(real.images)})")
     spec = copy.deepcopy(dict(pod_spec))
     spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **real.selector, **(selector or {})}
+    spec["tolerations"] = [*(spec.get("tolerations") or []), *(dict(t) for t in real.tolerations)]
     for container in spec.get("containers") or []:
         container["image"] = real.images[variant]
         container["imagePullPolicy"] = "IfNotPresent"
@@ -160,3 +161,9 @@ def run_in(core: Any, namespace: str, pod: str, container: str, *command: str) -
         _request_timeout=EXEC_TIMEOUT,
     )
     return out
+
+
+def tolerations(suite: Any) -> list[dict[str, str]]:
+    """The tolerations a Pod needs to run on the cluster's real nodes too (none without them)."""
+    real, _ = declared(suite)
+    return [dict(t) for t in real.tolerations] if real is not None else []

@@ -22,6 +22,12 @@ from conformance.run.webhooks import WebhookInputError, check_url, configuration
         Declared(frozenset(), None, "someone"),
         Declared(frozenset(), None, "x", RealNodes({"node-kind": "real", "zone": "a"}, {"v1": "w:v1", "v2": "w:v2"})),
         Declared(frozenset(), None, "kind: every node", RealNodes({}, {"v1": "busybox:1.36"})),
+        Declared(
+            frozenset(),
+            None,
+            "tainted",
+            RealNodes({"k": "v"}, {"v1": "i"}, ({"key": "real", "operator": "Exists", "effect": "NoSchedule"},)),
+        ),
     ],
 )
 def test_a_declaration_reads_back_as_written(declared: Declared) -> None:

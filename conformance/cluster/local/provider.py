@@ -122,8 +122,10 @@ def declared_real_nodes() -> RealNodes:
     workload images imported on each (:mod:`..realnode.images`)."""
     from ..realnode.config import NODE_KIND_LABEL
     from ..realnode.images import WORKLOAD_IMAGES
+    from ..realnode.node import REAL_NODE_TAINT
 
-    return RealNodes({NODE_KIND_LABEL: "real"}, dict(WORKLOAD_IMAGES))
+    toleration = {"key": REAL_NODE_TAINT["key"], "operator": "Exists", "effect": REAL_NODE_TAINT["effect"]}
+    return RealNodes({NODE_KIND_LABEL: "real"}, dict(WORKLOAD_IMAGES), (toleration,))
 
 
 class LocalProvider(Provider):

@@ -44,6 +44,7 @@ from typing import IO
 from ..errors import HarnessError
 from ..pki import CertificateAuthority, service_account_keys
 from ..realnode.fleet import Fleet, NodeRequest
+from ..realnode.node import REAL_NODE_TAINT
 from ..rest import RestClient, probe
 from ..spec import ClusterSpec
 from .components import (
@@ -313,7 +314,8 @@ class Supervisor:
         """Host checks, lock, snapshot and bridges of the real nodes (:mod:`..realnode.fleet`);
         returns the bridge addresses, where CoreDNS must answer their Pods."""
         requests = [
-            NodeRequest(name, pool.labels, [t.model_dump() for t in pool.taints])
+            # the real-node taint first: only Pods placed there on purpose (tolerating it) run for real
+            NodeRequest(name, pool.labels, [REAL_NODE_TAINT, *(t.model_dump() for t in pool.taints)])
             for pool in self.spec.real_pools()
             for name in pool.node_names()
         ]

@@ -172,9 +172,11 @@ def accel_modelserving(
     template: str,
     replicas: int,
     worker_replicas: int,
+    also_tolerate: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     """``accel-modelserving.yaml`` for ``cls``: every Pod claims through ``template``, runs the
-    capability file's image, selects the declared nodes and tolerates their taints."""
+    capability file's image, selects the declared nodes and tolerates their taints (and
+    ``also_tolerate``: the real nodes' taints, so devices on real nodes count too)."""
     body: dict[str, Any] = manifest("accel-modelserving")
     body["metadata"]["name"] = name
     body["spec"]["replicas"] = replicas
@@ -185,8 +187,8 @@ def accel_modelserving(
         spec["resourceClaims"][0]["resourceClaimTemplateName"] = template
         spec["containers"][0]["image"] = caps.image
         spec["nodeSelector"] = dict(cls.nodes.selector)
-        if cls.nodes.tolerations:
-            spec["tolerations"] = [t.as_pod() for t in cls.nodes.tolerations]
+        if cls.nodes.tolerations or also_tolerate:
+            spec["tolerations"] = [t.as_pod() for t in cls.nodes.tolerations] + list(also_tolerate or [])
     if worker_replicas == 0:
         del role["workerTemplate"]
     return body

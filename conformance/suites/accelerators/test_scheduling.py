@@ -164,7 +164,8 @@ def test_one_device_per_pod(
         template = _template(kube, ns, manifest, f"one-{i}", view.cls, 1)
         name = f"one-{i}"
         ms.create(accel_modelserving(manifest, view.caps, view.cls, name=name, template=template,
-                                     replicas=groups, worker_replicas=workers))  # fmt: skip
+                                     replicas=groups, worker_replicas=workers,
+                                     also_tolerate=realnodes.tolerations(suite)))  # fmt: skip
         running = _running(ms, name, pods)
         problems = _judge_pods(kube, ns, view, running, 1)
         placed = ", ".join(f"{p.metadata.name} on {p.spec.node_name} got {shown(pod_devices(kube, ns, p))}"
@@ -202,7 +203,8 @@ def test_multi_device_claim(
         template = _template(kube, ns, manifest, f"multi-{i}", view.cls, count)
         name = f"multi-{i}"
         ms.create(accel_modelserving(manifest, view.caps, view.cls, name=name, template=template,
-                                     replicas=1, worker_replicas=0))  # fmt: skip
+                                     replicas=1, worker_replicas=0,
+                                     also_tolerate=realnodes.tolerations(suite)))  # fmt: skip
         (pod,) = _running(ms, name, 1)
         problems = _judge_pods(kube, ns, view, [pod], count)
         v.notes.append(
@@ -235,7 +237,8 @@ def test_devices_are_never_allocated_twice(
         template = _template(kube, ns, manifest, f"all-{i}", view.cls, 1)
         name = f"all-{i}"
         ms.create(accel_modelserving(manifest, view.caps, view.cls, name=name, template=template,
-                                     replicas=free + 1, worker_replicas=0))  # fmt: skip
+                                     replicas=free + 1, worker_replicas=0,
+                                     also_tolerate=realnodes.tolerations(suite)))  # fmt: skip
 
         def split(pods: list[Any]) -> tuple[list[Any], list[Any]]:
             return [p for p in pods if running_ready(p)], [p for p in pods if unschedulable_reason(p)]
@@ -289,7 +292,8 @@ def test_unsatisfiable_claim_stays_pending(
             raise Inconclusive(f"{view.title}: a claim template for {count} devices was refused: {exc}") from None
         name = f"toomany-{i}"
         ms.create(accel_modelserving(manifest, view.caps, view.cls, name=name, template=template,
-                                     replicas=1, worker_replicas=0))  # fmt: skip
+                                     replicas=1, worker_replicas=0,
+                                     also_tolerate=realnodes.tolerations(suite)))  # fmt: skip
 
         def reported(pods: list[Any]) -> bool:
             return len(pods) == 1 and unschedulable_reason(pods[0]) is not None and not pods[0].spec.node_name
@@ -329,7 +333,8 @@ def test_devices_are_freed_with_the_modelserving(
         for round_ in ("first", "second"):
             name = f"{round_}-{i}"
             ms.create(accel_modelserving(manifest, view.caps, view.cls, name=name, template=template,
-                                         replicas=free, worker_replicas=0))  # fmt: skip
+                                         replicas=free, worker_replicas=0,
+                                         also_tolerate=realnodes.tolerations(suite)))  # fmt: skip
             pods = _running(ms, name, free)
             problems = _judge_pods(kube, ns, view, pods, 1)
             assert not problems, f"{round_} ModelServing: " + "; ".join(problems)
