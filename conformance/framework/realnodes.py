@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from conformance.cluster.declared import RealNodes
+from conformance.cluster.realnode.images import SLEEP_FOREVER
 
 from .outcomes import Inconclusive
 
 # Keeps the container running and stops at once on SIGTERM (PID 1 ignores signals without a handler).
-SLEEP = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
+SLEEP = SLEEP_FOREVER
 EXEC_TIMEOUT = 60  # seconds for one exec round trip (the command itself takes milliseconds)
 CRASH_VOLUME, CRASH_DIR = "kthena-conformance-state", "/kthena-conformance-state"  # outlive a container restart
 OBSERVED_REAL, OBSERVED_SIMULATED = "real nodes", "simulated"  # how a test result's ``observed`` begins

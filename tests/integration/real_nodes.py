@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from kubernetes.stream import stream
 
 from conformance.cluster.realnode import config as cfg
 from conformance.cluster.realnode import host, images, preflight
 from conformance.cluster.realnode.node import PROCESS_BINARIES, REAL_NODE_TAINT, WATCHED_PATHS
+from conformance.framework.realnodes import run_in
 from conformance.framework.waits import wait_for
 
 POD_TIMEOUT = 90.0  # Pod create to Running: ~0.3 s measured (make bench), generous for a loaded CI machine
@@ -82,6 +82,4 @@ def running(core: client.CoreV1Api, namespace: str, body: dict[str, Any]) -> Any
 
 def in_container(core: client.CoreV1Api, namespace: str, name: str, *command: str) -> str:
     """``command`` run in the Pod's container through the API server (exec); its output."""
-    out: str = stream(core.connect_get_namespaced_pod_exec, name, namespace, command=list(command),
-                      stderr=True, stdin=False, stdout=True, tty=False, _request_timeout=60)  # fmt: skip
-    return out
+    return run_in(core, namespace, name, "main", *command)

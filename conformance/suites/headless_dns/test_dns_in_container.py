@@ -23,7 +23,7 @@ from typing import Any
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
 from conformance.framework.modelserving import ModelServings, env_of, expected_pod_count
-from conformance.framework.realnodes import observed_on_real_nodes, place_on_real_nodes, require, run_in
+from conformance.framework.realnodes import observed_on_real_nodes, place_modelserving, require, run_in
 
 from . import ENTRY_ADDRESS, USING_PLUGINS, entries
 
@@ -85,10 +85,7 @@ def _resolves(ms: ModelServings, asker: Any, name: str, ip: str, what: str, *, s
 def test_names_resolve_inside_member_containers(ms: ModelServings, manifest: Any, suite: Any, request: Any) -> None:
     real = require(suite, "a member's hostname and what its own resolver answers")
     body = manifest("dns-resolution")
-    for role in body["spec"]["template"]["roles"]:
-        for key in ("entryTemplate", "workerTemplate"):
-            if key in role:
-                role[key]["spec"] = place_on_real_nodes(role[key]["spec"], real)
+    place_modelserving(body, real)
     ms.create(body)
     pods = ms.wait_pods(body["metadata"]["name"], expected_pod_count(body))
     observed_on_real_nodes(request, [p.spec.node_name for p in pods])
