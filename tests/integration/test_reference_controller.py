@@ -172,23 +172,35 @@ def test_failed_pod_is_recovered_per_recovery_policy(
 
 
 def test_restart_grace_period_delays_the_rebuild(world: World, faults: FaultInjector) -> None:
+    grace = 6
     body = modelserving("gr", replicas=1, roles=[role("r")])
-    body["spec"]["template"]["restartGracePeriodSeconds"] = 4
+    body["spec"]["template"]["restartGracePeriodSeconds"] = grace
     world.create(body)
     world.available("gr", 1)
     uid = world.pods("gr")["gr-0-r-0-0"].metadata.uid
+    # Restart first, then not Ready: the Pod is in error from the Ready transition on, so the grace
+    # counts from a time the Pod records (injected the other way round, a slow kwok could apply the
+    # restart after the grace had already run from the not-Ready transition).
+    faults.inject(world.ns, "gr-0-r-0-0", Fault.RESTART)
     faults.inject(world.ns, "gr-0-r-0-0", Fault.NOT_READY)
-    faults.inject(world.ns, "gr-0-r-0-0", Fault.RESTART)  # restarted and not Ready: an error Pod
+
+    def in_error_or_rebuilt(p: Any) -> bool:
+        if p is None or p.metadata.uid != uid:
+            return True
+        statuses = p.status.container_statuses or []
+        return bool(statuses) and statuses[0].restart_count == 1 and not statuses[0].ready
+
     failed_at = wait_for(
-        "the pod to be restarted and not ready",
-        lambda: world.pods("gr")["gr-0-r-0-0"],
-        until=lambda p: p.status.container_statuses[0].restart_count == 1 and not p.status.container_statuses[0].ready,
+        "the pod to be restarted and not ready", lambda: world.pods("gr").get("gr-0-r-0-0"), until=in_error_or_rebuilt
+    )
+    assert failed_at is not None and failed_at.metadata.uid == uid, (
+        f"the Pod was rebuilt before it was seen restarted and not Ready: the {grace}s grace was not honoured"
     )
     since = next(c.last_transition_time for c in failed_at.status.conditions if c.type == "Ready")
     rebuilt = wait_for("the rebuild", lambda: world.pods("gr").get("gr-0-r-0-0"),
                        until=lambda p: p is not None and p.metadata.uid != uid, timeout=30)  # fmt: skip
     waited = (rebuilt.metadata.creation_timestamp - since).total_seconds()
-    assert waited >= 4 - 1, f"rebuilt {waited:.1f}s after the error; the grace is 4s (1s timestamp resolution)"
+    assert waited >= grace - 1, f"rebuilt {waited:.1f}s after the error; the grace is {grace}s (1s timestamp resolution)"
 
 
 def rolled_out(ms: dict[str, Any]) -> bool:
