@@ -9,6 +9,7 @@ Each test brings up a private embedded cluster with one real node beside one kwo
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from conformance.cluster.errors import HarnessError
 from conformance.cluster.kube import api_client
 from conformance.cluster.local.provider import LocalProvider
 from conformance.cluster.realnode import config as cfg
-from conformance.cluster.realnode import fleet, host
+from conformance.cluster.realnode import fleet, host, preflight
 from conformance.cluster.spec import ClusterSpec, NodePool
 from conformance.cluster.versions import PINNED
 from conformance.framework.waits import wait_for
@@ -224,3 +225,36 @@ def test_more_real_nodes_than_allowed_is_one_clear_message(isolated: Path) -> No
     assert result.returncode == 2 and "--real-nodes" in result.stderr and "Traceback" not in result.stderr, (
         result.stderr
     )
+
+
+def _without(program: str) -> list[str]:
+    """A wrapper that runs the CLI in a private mount namespace where ``program`` is hidden (an
+    empty, non-executable file bound over it): the host itself keeps it, nothing to restore."""
+    found = shutil.which(program, path=os.pathsep.join([os.environ.get("PATH", ""), *preflight.EXTRA_PATH]))
+    assert found, f"{program} must be on this host for the test to hide it"
+    return ["unshare", "--mount", "sh", "-c", f'mount --bind /dev/null {found} && exec "$0" "$@"']
+
+
+@pytest.mark.parametrize(
+    ("host_lacks", "wrapper", "message"),
+    [
+        # A user namespace without a mapping: euid 65534 and no capability on the host, as a real non-root user.
+        ("root", ["unshare", "--user"], "not running as root (euid 65534)"),
+        ("runc", _without("runc"), "runc missing (apt-get install -y runc)"),
+        ("iptables", _without("iptables"), "iptables missing (apt-get install -y iptables)"),
+    ],
+)
+def test_a_host_without_what_real_nodes_need_is_one_clear_message_before_anything_starts(
+    isolated: Path, host_lacks: str, wrapper: list[str], message: str
+) -> None:
+    result = subprocess.run(
+        [*wrapper, *CLI, "cluster", "up", "--real-nodes", "1"], capture_output=True, text=True, timeout=60, check=False
+    )
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 1 and len(errors) == 1 and message in errors[0], (
+        f"a host without {host_lacks}: expected exit 1 and one error naming {message!r}; "
+        f"got exit {result.returncode}:\n{result.stderr}"
+    )
+    assert "Traceback" not in result.stderr and "starting etcd" not in result.stderr, result.stderr
+    left = [p for p in isolated.iterdir()] if isolated.exists() else []
+    assert not left, f"a refused `up` left run directories: {left}"

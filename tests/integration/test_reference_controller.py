@@ -200,7 +200,9 @@ def test_restart_grace_period_delays_the_rebuild(world: World, faults: FaultInje
     rebuilt = wait_for("the rebuild", lambda: world.pods("gr").get("gr-0-r-0-0"),
                        until=lambda p: p is not None and p.metadata.uid != uid, timeout=30)  # fmt: skip
     waited = (rebuilt.metadata.creation_timestamp - since).total_seconds()
-    assert waited >= grace - 1, f"rebuilt {waited:.1f}s after the error; the grace is {grace}s (1s timestamp resolution)"
+    assert waited >= grace - 1, (
+        f"rebuilt {waited:.1f}s after the error; the grace is {grace}s (1s timestamp resolution)"
+    )
 
 
 def rolled_out(ms: dict[str, Any]) -> bool:

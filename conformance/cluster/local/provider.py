@@ -28,6 +28,7 @@ from ..errors import HarnessError
 from ..faults import PULL_FAILS_REGISTRY, Fault, FaultInjector
 from ..paths import runs_root
 from ..provider import ClusterInfo, Progress, Provider, kwok_fault_injector, quiet
+from ..realnode import preflight
 from ..realnode.fleet import restore as restore_real_nodes
 from ..spec import ClusterSpec
 from ..versions import COREDNS, PINNED
@@ -163,6 +164,8 @@ class LocalProvider(Provider):
                 f"cluster '{spec.name}' is in phase {existing.get('phase') if existing else 'unknown'}",
                 f"run `kthena-conformance cluster down --name {spec.name}` and try again",
             )
+        if spec.real_pools():
+            preflight.require_usable()  # before any build or process: a host without them fails at once
         # Optional CoreDNS: built once on demand; a failed build is not retried on every `up`
         # (`make binaries` retries it) and leaves the cluster without DNS.
         binaries = self.cache.ensure(

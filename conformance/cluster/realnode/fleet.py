@@ -94,9 +94,7 @@ class Fleet:
         """Check the host, take the host lock, write the snapshot, plan each node and make its
         bridge; returns the bridges' addresses (the nodes' clusterDNS, where CoreDNS must listen
         before the kubelets start). On failure the host is restored before the error propagates."""
-        reqs = preflight.evaluate(preflight.gather_facts())
-        if not preflight.usable(reqs):
-            raise HarnessError(preflight.summary(reqs), "install what is named, or run without real nodes")
+        preflight.require_usable()
         missing = [b for b in PROCESS_BINARIES if not (self.bin_dir / b).exists()]
         if missing:
             raise HarnessError(

@@ -243,6 +243,14 @@ def summary(reqs: list[Requirement]) -> str:
     return "real nodes unavailable: " + "; ".join(missing)
 
 
+def require_usable() -> None:
+    """Raise one :class:`HarnessError` naming everything this host lacks for a real node (all of
+    it at once, each with its fix); return quietly when nothing is missing."""
+    reqs = evaluate(gather_facts())
+    if not usable(reqs):
+        raise HarnessError(summary(reqs), "install what is named, or run without real nodes")
+
+
 def subnet_conflicts(cidr: str, routes_text: str) -> list[str]:
     """Routes in ``ip -4 route`` output (the main table) that overlap the node bridge's ``cidr``.
 
