@@ -300,6 +300,9 @@ FAULTS: dict[str, str] = {
         "with no rolloutStrategy, an image-only change patches the existing Pods instead of recreating them"
     ),
     # InPlaceUpdate
+    "in-place-recreates": (
+        "updateMethod InPlace is ignored: an image-only change recreates the Pods (new UIDs) instead of patching them"
+    ),
     "in-place-ineligible-patched": (
         "updateMethod InPlace patches images even when the change is not image-only (the other changes are lost)"
     ),

@@ -30,6 +30,7 @@ from .outcomes import Inconclusive
 SLEEP = SLEEP_FOREVER
 EXEC_TIMEOUT = 60  # seconds for one exec round trip (the command itself takes milliseconds)
 CRASH_VOLUME, CRASH_DIR = "kthena-conformance-state", "/kthena-conformance-state"  # outlive a container restart
+NOT_READY_MARKER = f"{CRASH_DIR}/not-ready"  # while it exists, a crashable container's readiness probe fails
 OBSERVED_REAL, OBSERVED_SIMULATED = "real nodes", "simulated"  # how a test result's ``observed`` begins
 
 
@@ -81,8 +82,9 @@ def place_on_real_nodes(
     """``pod_spec`` (a Pod template's ``spec``) run on the real nodes: their selector (plus
     ``selector``) merged into ``nodeSelector``, every container running the declared image
     ``variant`` with pull policy IfNotPresent and a sleeping shell as its command. ``crashable``
-    containers can be made to crash as an engine does (:func:`crash_container`): a readiness probe
-    fails once a marker exists in an emptyDir volume, which outlives the container's restart. Pure."""
+    containers have a real exec readiness probe the test switches (:func:`set_ready`) and can be
+    made to crash as an engine does (:func:`crash_container`): the probe fails while a marker exists
+    in an emptyDir volume, which outlives the container's restart. Pure."""
     if variant not in real.images:
         raise Inconclusive(f"the cluster's real nodes declare no image {variant!r} (only {sorted(real.images)})")
     spec = copy.deepcopy(dict(pod_spec))
@@ -97,7 +99,7 @@ def place_on_real_nodes(
             mounts = [m for m in container.get("volumeMounts") or [] if m.get("name") != CRASH_VOLUME]
             container["volumeMounts"] = [*mounts, {"name": CRASH_VOLUME, "mountPath": CRASH_DIR}]
             container["readinessProbe"] = {
-                "exec": {"command": ["sh", "-c", f"test ! -e {CRASH_DIR}/crashed"]},
+                "exec": {"command": ["sh", "-c", f"test ! -e {NOT_READY_MARKER}"]},
                 "periodSeconds": 1,
                 "failureThreshold": 1,
             }
@@ -110,8 +112,15 @@ def place_on_real_nodes(
 def crash_container(core: Any, namespace: str, pod: str, container: str) -> None:
     """Crash a :func:`place_on_real_nodes` ``crashable`` container as an engine does: it exits (the
     kubelet restarts it) and stays not Ready (its readiness probe now fails)."""
-    run_in(core, namespace, pod, container, "sh", "-c", f"touch {CRASH_DIR}/crashed")
+    set_ready(core, namespace, pod, container, ready=False)
     exit_container(core, namespace, pod, container)
+
+
+def set_ready(core: Any, namespace: str, pod: str, container: str, *, ready: bool) -> None:
+    """Make a :func:`place_on_real_nodes` ``crashable`` container's readiness probe fail (``ready``
+    False) or pass again: the kubelet's next probe (every second) flips the Pod's Ready condition."""
+    command = f"rm -f {NOT_READY_MARKER}" if ready else f"touch {NOT_READY_MARKER}"
+    run_in(core, namespace, pod, container, "sh", "-c", command)
 
 
 def if_declared(suite: Any, request: Any, simulated: str) -> RealNodes | None:

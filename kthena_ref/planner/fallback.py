@@ -30,6 +30,8 @@ class InPlaceFindings:
     ) -> None:
         strategy = ms.spec.rollout_strategy
         self.enabled = strategy is not None and strategy.update_method is UpdateMethod.IN_PLACE
+        if faults.active("in-place-recreates"):
+            self.enabled = False  # every outdated unit is recreated, as under Recreate
         if faults.active("recreate-updates-in-place") and strategy is not None:
             self.enabled |= strategy.type is RolloutStrategyType.SERVING_GROUP_ROLLING_UPDATE  # Recreate as InPlace
         if faults.active("update-method-default-in-place") and strategy is None:

@@ -42,6 +42,8 @@ pytestmark = [pytest.mark.serial, pytest.mark.slow, pytest.mark.self_validation]
 DEVICE_CAUGHT_BY: dict[str, list[str]] = {"cdi-env-next-device": ["accelerators/cdi/container-environment"]}
 # Faults of CAUGHT_BY whose targets run in real containers when real nodes are declared.
 ALSO_ON_REAL_NODES = (
+    "available-counts-unready",
+    "in-place-recreates",
     "none-recreates-restarted-pod",
     "role-recreate-rebuilds-group",
     "servinggroup-recreate-ignores-restarts",

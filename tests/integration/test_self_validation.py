@@ -161,6 +161,7 @@ CAUGHT_BY: dict[str, list[str]] = {
     "coordination-applied-under-servinggroup-rolling": ["rollout/coordination/not-under-servinggroup-rolling"],
     "recreate-updates-in-place": ["rollout/update-method/recreate-replaces-pods"],
     "update-method-default-in-place": ["rollout/update-method/default-recreate"],
+    "in-place-recreates": ["inplace/image-only-keeps-uids"],
     "in-place-ineligible-patched": ["inplace/fallback/ineligible-change"],
     "no-fallback-event": ["inplace/fallback/ineligible-change"],
     "no-progress-deadline": ["inplace/progress-deadline"],

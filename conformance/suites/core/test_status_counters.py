@@ -4,9 +4,10 @@ Why it exists: core/status/settled checks the counters when every ServingGroup r
 template, where replicas, availableReplicas, updatedReplicas and currentReplicas all agree; a
 controller that counts the wrong thing is only seen when they differ. The tests make them differ at
 a moment they control (a Pod made NotReady through the cluster's fault injection; a rollout held by
-a partition) and hold it for the steady-state window. An omitted counter reads as 0 (a Go
-``omitempty`` drops it at 0). currentReplicas counts the ServingGroups at status.currentRevision
-(spec reading 21).
+a partition) and hold it for the steady-state window. Where the cluster declares real nodes, the
+unready ServingGroup is made unready by a real exec readiness probe the kubelet runs. An omitted
+counter reads as 0 (a Go ``omitempty`` drops it at 0). currentReplicas counts the ServingGroups at
+status.currentRevision (spec reading 21).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.cluster.faults import Fault
+from conformance.framework import realnodes
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
 from conformance.framework.modelserving import ModelServings
@@ -53,14 +55,33 @@ def _pod_on(ms: ModelServings, image: str) -> str:
     f"{API}#ModelServingStatus",
     Feature.CORE,
 )
-def test_counters_with_an_unready_servinggroup(ms: ModelServings, manifest: Any, faults: Any) -> None:
-    start(ms, manifest("core-status-counters"))
-    victim = ms.pods(NAME)[0].metadata.name
-    faults.inject(ms.ns, victim, Fault.NOT_READY)
+def test_counters_with_an_unready_servinggroup(
+    ms: ModelServings, manifest: Any, faults: Any, suite: Any, request: Any
+) -> None:
+    body = manifest("core-status-counters")
+    real = realnodes.if_declared(suite, request, SIMULATED_READINESS)
+    if real is not None:  # the Pods run for real: an exec readiness probe the test switches
+        realnodes.place_modelserving(body, real, crashable=True)
+    start(ms, body)
+    pod = ms.pods(NAME)[0]
+    victim = pod.metadata.name
+
+    def set_ready(ready: bool) -> None:
+        if real is None:
+            faults.inject(ms.ns, victim, Fault.CLEAR if ready else Fault.NOT_READY)
+        else:
+            realnodes.set_ready(ms.kube.core, ms.ns, victim, pod.spec.containers[0].name, ready=ready)
+
+    set_ready(False)
     counters = {"replicas": 3, "availableReplicas": 2, "updatedReplicas": 3, "currentReplicas": 3}
     _expect_counters(ms, counters, f"Pod {victim} NotReady")
-    faults.inject(ms.ns, victim, Fault.CLEAR)
+    set_ready(True)
     _expect_counters(ms, {**counters, "availableReplicas": 3}, f"Pod {victim} Ready again")
+    if real is not None:
+        realnodes.observed_on_real_nodes(request, [p.spec.node_name for p in ms.pods(NAME)])
+
+
+SIMULATED_READINESS = "kwok set the Pod's Ready condition: no readiness probe ran"
 
 
 @behaviour(

@@ -76,7 +76,8 @@ def probe_recreate_deadline() -> list[str]:
     return _reasons(w.plan())
 
 
-STUCK = ("no-progress-deadline", "in-place-ready-on-patch")  # no deadline to pass: nothing at all happens
+NOT_IN_PLACE = ("in-place-recreates",)  # no update in place at all: no in-place deadline either
+STUCK = ("no-progress-deadline", "in-place-ready-on-patch", *NOT_IN_PLACE)  # no deadline to pass: nothing happens
 
 CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
     ("role-progress-deadline-ignored", probe_role_instance_deadline, ["ProgressDeadlineExceeded"], [], STUCK),
@@ -94,7 +95,7 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
         [ENTRY],
         (*STUCK, "no-recovery", "role-recreate-rebuilds-group"),  # None's scope, or the whole group's
     ),
-    ("deadline-none-recreates-role", probe_deadline_deletions("None"), [], [WORKER], ()),
+    ("deadline-none-recreates-role", probe_deadline_deletions("None"), [], [WORKER], NOT_IN_PLACE),
     ("progress-deadline-applies-to-recreate", probe_recreate_deadline, [], ["ProgressDeadlineExceeded"], ()),
-    ("progress-deadline-default-minimum", probe_default_deadline, [], ["ProgressDeadlineExceeded"], ()),
+    ("progress-deadline-default-minimum", probe_default_deadline, [], ["ProgressDeadlineExceeded"], NOT_IN_PLACE),
 ]

@@ -328,6 +328,16 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
         ["ms-0-r-0-0", "ms-1-r-0-0", "ms-2-r-0-0"],
         ("recreate-updates-in-place",),  # an image-only change patched in place deletes nothing
     ),
+    # updateMethod InPlace patches an image-only change: the first step deletes nothing
+    (
+        "in-place-recreates",
+        _first_step(
+            edit_spec(MS().role("r", 1, 0).build(), lambda s: s.update(rolloutStrategy={"updateMethod": "InPlace"}))
+        ),
+        [],
+        ["ms-0-r-0-0"],
+        (),
+    ),
     # updateMethod Recreate (given, or by default with no rolloutStrategy) deletes the outdated Pod
     (
         "recreate-updates-in-place",
@@ -449,7 +459,7 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
         ["spec.template.roles[0].entryTemplate.spec.containers[0].imagePullPolicy"],
         (),
     ),
-    ("role-eligibility-whole-group", _role_a_in_place, True, False, ()),
+    ("role-eligibility-whole-group", _role_a_in_place, True, False, ("in-place-recreates",)),
     ("eligibility-ignores-scheduler-name", _scheduler_and_image_change, ["ms-0-r-0-0"], [], ()),
     (
         "plugin-fallback-ignores-budget",

@@ -457,13 +457,15 @@ CASES = [
         probe_fallback_event,
         ["InPlaceUpdateFallback", "RoleDeleting"],
         ["RoleDeleting"],
+        ("in-place-recreates",),  # no update in place, so no fallback from one
     ),
     Case(
         "no-progress-deadline",
         probe_progress_deadline,
         ["ProgressDeadlineExceeded"],
         [],
-        ("in-place-ready-on-patch",),  # a stuck Pod taken for a finished update has no deadline to pass
+        # a stuck Pod taken for a finished update has no deadline to pass; no update in place has none either
+        ("in-place-ready-on-patch", "in-place-recreates"),
     ),
     # EvictionBudget
     Case(  # 1 of 3 ready after the eviction, minAvailable 2: refused; the fault lets it leave 1
