@@ -30,7 +30,7 @@ from kubernetes import client
 from bench.cluster_bench import rss_mib
 from conformance.cluster.binaries import BinaryCache
 from conformance.cluster.kube import api_client
-from conformance.cluster.local.provider import LocalProvider
+from conformance.cluster.local.provider import LocalProvider, declared_real_nodes
 from conformance.cluster.realnode import host, images, preflight
 from conformance.cluster.realnode.node import PROCESS_BINARIES, WATCHED_PATHS
 from conformance.cluster.spec import ClusterSpec, NodePool
@@ -63,6 +63,7 @@ def _pod_seconds(core: Any, node: str, count: int, real: bool) -> list[float]:
             "nodeSelector": {"kubernetes.io/hostname": node},
             "automountServiceAccountToken": False,
             "terminationGracePeriodSeconds": 0,
+            "tolerations": [dict(t) for t in declared_real_nodes().tolerations] if real else [],
             "containers": [{"name": "main", "image": images.WORKLOAD_IMAGES["v1"] if real else "engine:v1",
                             "imagePullPolicy": "IfNotPresent"}],
         }  # fmt: skip
