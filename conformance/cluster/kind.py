@@ -6,6 +6,12 @@ generated from a :class:`ClusterSpec` (pure, tested here) and the checked-in
 test keeps them equal). The node image is pinned to the embedded cluster's Kubernetes minor, and
 containerd gets CDI enabled so DRA drivers can inject devices.
 
+Every kind node runs containers for real, so a kind cluster declares :class:`~.declared.RealNodes`
+once the harness's workload images (:mod:`.realnode.images`, made from the host's static busybox)
+are loaded into its nodes with ``kind load image-archive``; without a static busybox on the host the
+cluster is made without that declaration and says why. The declaration is also written into the
+cluster (:mod:`.declared`), so ``--provider existing`` finds it.
+
 Fault injection uses real containers where it can: a restart is ``crictl stop`` of the Pod's
 container inside the node container, after which the real kubelet restarts it. NotReady and
 Failed cannot be caused generically in an arbitrary container image and are reported unsupported.
@@ -16,6 +22,7 @@ claims it ran.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -25,6 +32,7 @@ from typing import Any, ClassVar
 
 import yaml
 
+from .declared import RealNodes
 from .errors import HarnessError, UnsupportedOperation
 from .faults import Fault, FaultInjector
 from .paths import runs_root
@@ -113,6 +121,22 @@ def delete_command(name: str) -> list[str]:
 
 def kubeconfig_command(name: str) -> list[str]:
     return ["kind", "get", "kubeconfig", "--name", name]
+
+
+def load_image_command(name: str, archive: Path) -> list[str]:
+    """Load a docker-archive into every node of kind cluster ``name``."""
+    return ["kind", "load", "image-archive", str(archive), "--name", name]
+
+
+REAL_NODES_FILE = "real-nodes.json"  # in the cluster's directory: written once the images are loaded
+
+
+def kind_real_nodes() -> RealNodes:
+    """What a kind cluster declares once the workload images are loaded: every node (the
+    control-plane node's own taint keeps test Pods off it), the harness's workload images."""
+    from .realnode.images import WORKLOAD_IMAGES
+
+    return RealNodes({}, dict(WORKLOAD_IMAGES))
 
 
 def list_command() -> list[str]:
@@ -208,7 +232,51 @@ class KindProvider(Provider):
         config_path.write_text(yaml.safe_dump(kind_config(spec, node_image=image), sort_keys=False))
         progress(f"creating kind cluster '{spec.name}' ({len(spec.node_names())} workers, {KIND_NODE_IMAGE})")
         _run(create_command(spec, config_path, directory / "kubeconfig"))
-        return self.info(spec.name)
+        self.load_workload_images(spec.name, progress=progress)
+        info = self.info(spec.name)
+        self._declare(info)
+        return info
+
+    def load_workload_images(
+        self, name: str, *, progress: Progress = quiet, busybox_path: Path | None = None
+    ) -> RealNodes | None:
+        """Load the workload images into the nodes of cluster ``name`` and record the real nodes it
+        then declares; None (and no declaration) when this host has no static busybox to make them
+        (``busybox_path``, default ``/bin/busybox``)."""
+        from .realnode import images
+
+        directory = self._dir(name)
+        marker = directory / REAL_NODES_FILE
+        marker.unlink(missing_ok=True)
+        try:
+            busybox = images.read_busybox(busybox_path or images.BUSYBOX_PATH)
+        except (FileNotFoundError, ValueError) as exc:
+            progress(f"real nodes not declared (the in-container behaviours will be inconclusive): {exc}")
+            return None
+        staging = directory / "images"
+        staging.mkdir(parents=True, exist_ok=True)
+        try:
+            for number, (reference, data) in enumerate(sorted(images.workload_archives(busybox).items())):
+                archive = staging / f"workload-{number}.tar"
+                images.write_archive(archive, data)
+                progress(f"loading {reference} into the nodes of kind cluster '{name}'")
+                _run(load_image_command(name, archive))
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        real = kind_real_nodes()
+        marker.write_text(json.dumps(real.as_details(), indent=1) + "\n")
+        return real
+
+    def _declare(self, info: ClusterInfo) -> None:
+        """Write what this cluster can do into it (:mod:`.declared`), for ``--provider existing``."""
+        from kubernetes import client
+
+        from .declared import Declared, publish
+        from .kube import api_client
+
+        declared = Declared(self.injects, None, f"kthena-conformance kind provider, cluster '{info.name}'",
+                            RealNodes.from_details(info.details))  # fmt: skip
+        publish(client.CoreV1Api(api_client(info.kubeconfig, info.context)), declared)
 
     def down(self, name: str) -> bool:
         require_docker()
@@ -229,6 +297,10 @@ class KindProvider(Provider):
         directory.mkdir(parents=True, exist_ok=True)
         kubeconfig = directory / "kubeconfig"
         kubeconfig.write_text(_run(kubeconfig_command(name)))
+        details: dict[str, Any] = {"versions": {"kubernetes": PINNED.kubernetes, "nodeImage": KIND_NODE_IMAGE}}
+        marker = directory / REAL_NODES_FILE
+        if marker.exists():
+            details["realNodes"] = json.loads(marker.read_text())
         return ClusterInfo(
             provider=self.name,
             name=name,
@@ -236,7 +308,7 @@ class KindProvider(Provider):
             context=f"kind-{name}",
             kubernetes_version=PINNED.kubernetes,
             simulates=self.simulates,
-            details={"versions": {"kubernetes": PINNED.kubernetes, "nodeImage": KIND_NODE_IMAGE}},
+            details=details,
         )
 
     def fault_injector(self, info: ClusterInfo) -> FaultInjector:

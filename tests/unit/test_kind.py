@@ -281,3 +281,60 @@ def test_kind_provider_fault_injector(injector: CrictlFaultInjector, tmp_path: P
     made = KindProvider(runs=tmp_path).fault_injector(injector.info)
     assert isinstance(made, CrictlFaultInjector)
     assert made.supported_faults() == frozenset({Fault.RESTART})
+
+
+# -- real nodes: the workload images loaded, the declaration recorded ------------------------------
+
+
+@pytest.fixture
+def recording_kind(empty_path: Path, tmp_path: Path) -> Path:
+    """A ``kind`` on PATH that logs its argv and keeps a copy of each archive it is asked to load
+    (kind itself cannot run here: no Docker engine). Returns the directory of the copies."""
+    saved = tmp_path / "loaded"
+    saved.mkdir()
+    kind = empty_path / "kind"
+    kind.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" >> {tmp_path / "kind.log"}\n'
+        f'if [ "$1" = load ]; then /bin/cp "$3" {saved}/; fi\n'
+        'if [ "$1" = get ]; then echo "apiVersion: v1"; fi\n'
+    )
+    kind.chmod(0o755)
+    return saved
+
+
+def test_kind_loads_each_workload_image_and_declares_its_nodes_real(recording_kind: Path, tmp_path: Path) -> None:
+    from conformance.cluster.declared import RealNodes
+    from conformance.cluster.realnode import images
+
+    try:
+        images.read_busybox()
+    except (FileNotFoundError, ValueError) as exc:
+        pytest.skip(f"no static busybox on this host: {exc}")
+    provider = KindProvider(runs=tmp_path / "runs")
+    messages: list[str] = []
+    real = provider.load_workload_images("demo", progress=messages.append)
+    assert real == RealNodes({}, dict(images.WORKLOAD_IMAGES))
+    log = (tmp_path / "kind.log").read_text().splitlines()
+    assert len(log) == len(images.WORKLOAD_IMAGES) and all(
+        line.startswith("load image-archive ") and line.endswith(" --name demo") for line in log
+    ), log
+    loaded = {}
+    for archive in recording_kind.iterdir():
+        data = archive.read_bytes()
+        loaded[images.image_id(data)] = data
+    wanted = {images.image_id(a) for a in images.workload_archives(images.read_busybox()).values()}
+    assert set(loaded) == wanted, "each workload variant is loaded once, as the harness builds it"
+    assert not (tmp_path / "runs" / "kind-demo" / "images").exists(), "the archives are removed once loaded"
+    assert RealNodes.from_details(provider.info("demo").details) == real
+
+
+def test_kind_without_a_static_busybox_declares_no_real_nodes_and_says_why(
+    recording_kind: Path, tmp_path: Path
+) -> None:
+    provider = KindProvider(runs=tmp_path / "runs")
+    messages: list[str] = []
+    assert provider.load_workload_images("demo", progress=messages.append, busybox_path=tmp_path / "nope") is None
+    assert not (tmp_path / "kind.log").exists(), "nothing is loaded"
+    assert len(messages) == 1 and "real nodes not declared" in messages[0] and "busybox-static" in messages[0]
+    assert "realNodes" not in provider.info("demo").details

@@ -419,9 +419,17 @@ def standard_archives(busybox: bytes, architecture: str | None = None) -> dict[s
     """Reference -> docker-archive for every image a real node needs: the sandbox image and each
     workload variant, tagged with :data:`SANDBOX_IMAGE` and :data:`WORKLOAD_IMAGES`."""
     archives = {SANDBOX_IMAGE: build_archive(sandbox_image(busybox, architecture), [SANDBOX_IMAGE])}
-    for variant, reference in WORKLOAD_IMAGES.items():
-        archives[reference] = build_archive(workload_image(busybox, variant, architecture), [reference])
+    archives.update(workload_archives(busybox, architecture))
     return archives
+
+
+def workload_archives(busybox: bytes, architecture: str | None = None) -> dict[str, bytes]:
+    """Reference -> docker-archive for each workload variant (:data:`WORKLOAD_IMAGES`): what a node
+    with its own sandbox image (a kind node) needs to run the suite's in-container tests."""
+    return {
+        reference: build_archive(workload_image(busybox, variant, architecture), [reference])
+        for variant, reference in WORKLOAD_IMAGES.items()
+    }
 
 
 def _tag_and_digest(image: str) -> tuple[str, str]:
