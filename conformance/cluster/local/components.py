@@ -230,12 +230,17 @@ def components(layout: RunLayout, bin_dir: Path, ports: Ports) -> list[Component
             "--authorization-mode=Node,RBAC",
             # Reaching real nodes' kubelets (logs, exec, port-forward): by the address the kubelet
             # registers (its bridge IP; a real node's name does not resolve), as a user the kubelet's
-            # webhook authorizer lets in.
+            # webhook authorizer lets in, checking the kubelet's serving certificate (issued by the
+            # cluster CA for that address).
             "--kubelet-preferred-address-types=InternalIP,Hostname",
             f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
             f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
+            f"--kubelet-certificate-authority={pki / 'ca.crt'}",
             # The default plugin set (NamespaceLifecycle, ServiceAccount, mutating and validating
-            # webhooks, ValidatingAdmissionPolicy, ResourceQuota, ...) is left on.
+            # webhooks, ValidatingAdmissionPolicy, ResourceQuota, ...) is left on, plus
+            # NodeRestriction, as every production cluster has it: a real node's kubelet may change
+            # only its own Node and the Pods bound to it (kwok acts as an administrator, unaffected).
+            "--enable-admission-plugins=NodeRestriction",
             "--allow-privileged=true",
             "--runtime-config=resource.k8s.io/v1=true",
             "--endpoint-reconciler-type=none",

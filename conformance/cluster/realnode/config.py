@@ -235,8 +235,12 @@ def kubelet_config(
     cluster_dns: Sequence[str],
     cluster_domain: str = "cluster.local",
     taints: Sequence[Mapping[str, str]] = (),
+    serving: tuple[Path, Path] | None = None,
 ) -> dict[str, Any]:
-    """The KubeletConfiguration of one real node."""
+    """The KubeletConfiguration of one real node. ``serving``: the (certificate, key) its HTTPS
+    server presents, issued by the cluster CA for its address, so the API server verifies the kubelet
+    it reaches for logs and exec (without it the kubelet signs a certificate of its own)."""
+    tls = {"tlsCertFile": str(serving[0]), "tlsPrivateKeyFile": str(serving[1])} if serving else {}
     return {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
@@ -267,6 +271,7 @@ def kubelet_config(
         "serializeImagePulls": False,
         "registerNode": True,
         "registerWithTaints": [dict(t) for t in taints],
+        **tls,
     }
 
 

@@ -98,6 +98,9 @@ class RealNode:
         self.dirs.kubelet_kubeconfig.write_text(
             kubeconfig_yaml(self.server, ca.pair.cert, pair.cert, pair.key, context=self.name)
         )
+        # The API server reaches the kubelet by its bridge address (InternalIP) and verifies it
+        # against the cluster CA (--kubelet-certificate-authority).
+        serving = ca.issue(f"node-{self.name}-serving", common_name=common_name, hosts=(self.net.node_ip,), server=True)
         kubelet = cfg.kubelet_config(
             self.name,
             self.net,
@@ -106,6 +109,7 @@ class RealNode:
             client_ca=ca.pair.cert,
             cluster_dns=self.cluster_dns,
             taints=self.taints,
+            serving=(serving.cert, serving.key),
         )
         self.dirs.kubelet_config.write_text(yaml.safe_dump(kubelet, sort_keys=False))
 

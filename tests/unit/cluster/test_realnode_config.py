@@ -198,6 +198,13 @@ def test_kubelet_settings(key: str, value: object) -> None:
     assert kubelet()[key] == value
 
 
+def test_the_kubelet_serves_the_certificate_it_is_given_or_signs_its_own() -> None:
+    assert "tlsCertFile" not in kubelet() and "tlsPrivateKeyFile" not in kubelet()
+    given = kubelet_config("real-gpu-0", NET, DIRS, PORTS, client_ca=Path("/pki/ca.crt"), cluster_dns=[],
+                           serving=(Path("/pki/s.crt"), Path("/pki/s.key")))  # fmt: skip
+    assert (given["tlsCertFile"], given["tlsPrivateKeyFile"]) == ("/pki/s.crt", "/pki/s.key")
+
+
 def test_kubelet_authenticates_by_the_cluster_ca_and_never_anonymously() -> None:
     auth = kubelet()["authentication"]
     assert auth == {
