@@ -21,6 +21,7 @@ without it. Records go to ``reports/self-validation/<fault>.json`` like the othe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator
@@ -28,13 +29,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client
 
+from conformance.cluster.binaries import BinaryCache
+from conformance.cluster.kube import api_client
 from conformance.cluster.local.provider import LocalProvider
+from conformance.cluster.realnode import host
+from conformance.cluster.realnode.config import NODE_KIND_LABEL
 from conformance.runner import RunOptions, run
 from fake_devices.drivers import FAULTS as DEVICE_FAULTS
 from kthena_ref.faults import FAULTS
 from tests.integration.kept_runs import WAIT_OVERRIDES
-from tests.integration.real_nodes import require_host
+from tests.integration.real_nodes import require_host, snapshot
 from tests.integration.test_self_validation import CAUGHT_BY, REAL_NODE_CAUGHT_BY, VARIANTS_DIR
 
 pytestmark = [pytest.mark.serial, pytest.mark.slow, pytest.mark.self_validation]
@@ -50,13 +56,39 @@ ALSO_ON_REAL_NODES = (
 )
 
 
+# Every real node a variant's run may make: the plain pool's, or one per device class.
+RUN_REAL_NODES = ["real-0", "accel-gpu-real-0", "accel-npu-real-0"]
+
+
+@contextlib.contextmanager
+def host_left_as_before(cluster: str) -> Iterator[None]:
+    """Take down ``cluster`` at the end and check the host matches a snapshot taken before it came
+    up: the variants make the suite fail on purpose, so this is the host after failed tests."""
+    bin_dir = BinaryCache().ensure(real_nodes=True).directory
+    before = snapshot(bin_dir, RUN_REAL_NODES)
+    try:
+        yield
+    finally:
+        provider = LocalProvider()
+        status = provider.status(cluster)
+        if status and status.get("live"):
+            info = provider.info(cluster)
+            core = client.CoreV1Api(api_client(info.kubeconfig, info.context))
+            names = {n.metadata.name for n in core.list_node(label_selector=f"{NODE_KIND_LABEL}=real").items}
+            assert names <= set(RUN_REAL_NODES), f"real nodes {sorted(names)}: add them to RUN_REAL_NODES"
+        provider.down(cluster)
+    left = host.diff(before, snapshot(bin_dir, RUN_REAL_NODES)).lines()
+    assert not left, f"after cluster {cluster} and its failed runs, the host differs from before:\n" + "\n".join(left)
+
+
 @pytest.fixture(scope="module")
 def real_cluster() -> Iterator[str]:
-    """One kept cluster with real nodes for the reference's variants, taken down at the end."""
+    """One kept cluster with real nodes for the reference's variants, taken down at the end (the
+    host then as before)."""
     require_host()
     name = f"selfval-real-{os.getpid()}"
-    yield name
-    LocalProvider().down(name)
+    with host_left_as_before(name):
+        yield name
 
 
 def test_every_device_fault_is_classified() -> None:
@@ -105,11 +137,9 @@ def _variant(
 def test_a_kubelet_plugin_fault_is_caught(fault: str, tmp_path: Path) -> None:
     require_host()
     cluster = f"selfval-devices-{os.getpid()}"
-    try:
+    with host_left_as_before(cluster):
         _variant(tmp_path, cluster, fault, DEVICE_FAULTS[fault], DEVICE_CAUGHT_BY[fault], True,
                  fake_device_faults=[fault], fake_devices=True)  # fmt: skip
-    finally:
-        LocalProvider().down(cluster)
 
 
 @pytest.mark.parametrize("fault", sorted(REAL_NODE_CAUGHT_BY))
