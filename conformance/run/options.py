@@ -58,6 +58,9 @@ class RunOptions:
     timeout_scale: str = "1"
     timeouts: list[str] = field(default_factory=list)
     keep: str = "never"
+    # Whether the run waits for its test namespaces to be gone before it returns (their deletion is
+    # always asked for). Runs that follow each other on one kept cluster (self-validation) need not.
+    await_namespace_removal: bool = True
     dry_run: bool = False
     reference_faults: list[str] = field(default_factory=list)  # self-validation only
     controller_log: Path | None = None  # external: the implementation's log, for evidence

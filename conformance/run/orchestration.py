@@ -610,14 +610,17 @@ def _sweep(info: ClusterInfo, run_id: str, options: RunOptions, data: dict[str, 
     from ..framework import namespaces
     from ..framework.kube import Kube
 
+    wait = options_wait(options) if options.await_namespace_removal else 0.0
     try:  # tests delete their namespaces without waiting; the run waits for all of them here
         kube = Kube.connect(info.kubeconfig, info.context)
-        swept = namespaces.sweep(kube, run_id, wait=options_wait(options))
+        swept = namespaces.sweep(kube, run_id, wait=wait)
     except Exception as exc:
         data["notes"].append(f"sweeping this run's namespaces failed: {exc}")
         return
-    if swept:
+    if swept and wait:
         data["notes"].append(f"waited for the removal of {len(swept)} test namespace(s) of this run")
+    elif swept:
+        data["notes"].append(f"asked for the removal of {len(swept)} test namespace(s) of this run (not waited for)")
 
 
 def options_wait(options: RunOptions) -> float:

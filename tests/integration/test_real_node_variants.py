@@ -102,7 +102,8 @@ def _variant(
 ) -> None:
     data = run(
         RunOptions(report_dir=tmp_path, keep_cluster=True, cluster_name=cluster, cluster_owner_pid=os.getpid(),
-                   real_nodes=True, ids=targets, timeouts=WAIT_OVERRIDES, workers=1, **options)
+                   real_nodes=True, ids=targets, timeouts=WAIT_OVERRIDES, workers=1, await_namespace_removal=False,
+                   **options)
     ).report  # fmt: skip
     outcomes = {t["id"]: t["outcome"] for t in data["tests"] if t["outcome"] != "skipped-by-user"}
     caught = sorted(i for i in targets if outcomes.get(i) == "non-conformant")

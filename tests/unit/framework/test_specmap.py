@@ -28,7 +28,7 @@ from conformance.framework.specmap import (
 
 # The in-scope MUST asserted percentage of the real spec map may not fall below this. Raise it
 # when coverage grows (never lower it to make a change pass: assert or explain the statement).
-MUST_ASSERTED_FLOOR = 92.5
+MUST_ASSERTED_FLOOR = 92.9
 
 SPEC = "api-reference-workload-v1alpha1.txt#ModelServingSpec"
 CATALOG = [
