@@ -129,6 +129,8 @@ def _variant(
         f"no test noticed fault {fault!r} ({description}); outcomes: {outcomes}; messages: {messages}; "
         f"run error: {data.get('error')}"
     )
+    missed = sorted(set(targets) - set(caught))
+    assert not missed, f"fault {fault!r} ({description}) was not caught by {missed}; messages: {messages}"
     assert data["verdict"] == "failure" and data["exitCode"] == 1, (data["verdict"], data["exitCode"])
     assert any("real nodes: yes" in n for n in data["notes"]), data["notes"]
 

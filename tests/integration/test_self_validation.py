@@ -286,5 +286,10 @@ def test_the_suite_catches_a_broken_variant(fault: str, variant_cluster: str, tm
     (VARIANTS_DIR / f"{fault}.json").write_text(json.dumps(record, indent=2) + "\n")
     messages = {t["id"]: t["message"][:400] for t in data["tests"] if t["outcome"] != "skipped-by-user"}
     assert caught, f"no test noticed fault {fault!r} ({FAULTS[fault]}); outcomes: {outcomes}; messages: {messages}"
+    # Every target must fail: a row is the proof that each behaviour in it is able to fail.
+    missed = [p for p in CAUGHT_BY[fault] if not any(fnmatch.fnmatchcase(i, p) for i in caught)]
+    assert not missed, (
+        f"fault {fault!r} ({FAULTS[fault]}) was not caught by {missed}; outcomes: {outcomes}; messages: {messages}"
+    )
     if any(outcomes[i] == "non-conformant" for i in caught):  # a warning alone never fails a run
         assert data["verdict"] == "failure" and data["exitCode"] == 1, (data["verdict"], data["exitCode"])
