@@ -458,6 +458,14 @@ FAULTS: dict[str, str] = {
         "a plugin config the plugin cannot decode is accepted at admission; the controller's reconcile then fails "
         "with a log line only (no Event, no condition, no Pods)"
     ),
+    # slot admission (issue 13, third wave: every behaviour proven able to fail): admission rules
+    # end of slot admission
+    # slot core (issue 13, third wave: every behaviour proven able to fail): core, plugins and dns behaviours
+    # end of slot core
+    # slot rollout (issue 13, third wave: every behaviour proven able to fail): rollout and gang PodGroups
+    # end of slot rollout
+    # slot accelerators (issue 13, third wave: every behaviour proven able to fail): accelerator Pods
+    # end of slot accelerators
 }
 
 

@@ -47,7 +47,11 @@ CAUGHT_BY: dict[str, list[str]] = {
     "none-recreates-restarted-pod": ["core/recovery/none-restarted-container"],
     "servinggroup-recreate-ignores-restarts": ["core/recovery/servinggroup-recreate-restarted-container"],
     "servinggroup-recreate-ignores-failures": ["core/recovery/servinggroup-recreate-failed-pod"],
-    "role-recreate-rebuilds-group": ["core/recovery/role-recreate-other-roles-untouched"],
+    "role-recreate-rebuilds-group": [
+        "core/recovery/role-recreate-other-roles-untouched",
+        "core/recovery/role-recreate-failed-pod",
+        "core/recovery/role-recreate-restarted-container",
+    ],
     "restart-grace-ignored": ["core/recovery/restart-grace-period"],
     "stale-available-replicas": ["core/status/settled"],
     "no-entry-label": ["core/status/label-selector"],
@@ -77,11 +81,12 @@ CAUGHT_BY: dict[str, list[str]] = {
         "core/admission/recovery-policy-enum",
         "inplace/update-method-enum",
         "plugins/framework/type-enum",
+        "plugins/framework/scope-target-enum",
     ],
     "entry-template-optional": ["core/admission/entry-template-required"],
     "in-place-update-alias-recreates": ["inplace/update-method-spelling"],
     "worker-replicas-default-one": ["core/role/worker-replicas-omitted"],
-    "container-resources-dropped": ["core/pods/template-carried"],
+    "container-resources-dropped": ["core/pods/template-carried", "gang/podgroup/min-resources"],
     "template-scheduler-name-wins": ["core/pods/scheduler-name"],
     "available-counts-unready": ["core/status/counters-unready", "rollout/status/counters-partition"],
     "current-revision-is-update": ["core/revisions/current-revision", "rollout/status/counters-partition"],
@@ -95,7 +100,13 @@ CAUGHT_BY: dict[str, list[str]] = {
     "revision-history-unbounded": ["core/revisions/history-limit-prunes"],
     "live-revision-pruned": ["core/revisions/live-revisions-kept"],
     "plugin-order-reversed": ["plugins/chain/list-order"],
-    "chain-immutability-not-enforced": ["plugins/immutability/change-config", "plugins/immutability/reorder"],
+    "chain-immutability-not-enforced": [
+        "plugins/immutability/change-config",
+        "plugins/immutability/reorder",
+        "plugins/immutability/add-first-plugin",
+        "plugins/immutability/change-scope",
+        "plugins/immutability/remove-plugin",
+    ],
     "unknown-plugin-accepted": ["plugins/failures/unregistered-plugin-visible"],
     "demo-env-replaces": ["plugins/demo-pod-tweaks/env-appended"],
     # issue 13, H7: no chain, scope forms, failing plugins, later Pods, more chain changes
@@ -104,12 +115,15 @@ CAUGHT_BY: dict[str, list[str]] = {
     "scope-target-worker-ignored": ["plugins/scope/target-worker"],
     "scope-roles-ignored-with-target": ["plugins/scope/roles-and-target"],
     "scope-empty-roles-match-none": ["plugins/scope/empty-roles-all"],
-    "scope-target-all-entry-only": ["plugins/scope/explicit-target-all"],
+    "scope-target-all-entry-only": ["plugins/scope/explicit-target-all", "plugins/demo-pod-tweaks/scope-roles"],
     "recreated-pods-skip-plugins": ["plugins/chain/recreated-pods-mutated"],
     "plugin-config-error-skips-plugin": ["plugins/failures/undecodable-config"],
     "unknown-plugin-logged-only": ["plugins/failures/unregistered-plugin-visible"],
     "chain-append-allowed": ["plugins/immutability/append-to-chain"],
-    "chain-unlocked-after-rollout": ["plugins/immutability/after-rollout"],
+    "chain-unlocked-after-rollout": [
+        "plugins/immutability/after-rollout",
+        "plugins/immutability/scale-to-zero-keeps-lock",
+    ],
     "scope-roles-change-allowed": ["plugins/immutability/change-scope-roles"],
     "chain-unlocked-at-zero": ["plugins/immutability/add-first-at-zero"],
     # issue 13, H7: headless-service scope, layout and Service lifecycle
@@ -125,18 +139,22 @@ CAUGHT_BY: dict[str, list[str]] = {
     "legacy-dns-on-recreated-pods": ["dns/migration/no-plugin-no-dns-on-recreated-pods"],
     "failed-service-delete-not-retried": ["dns/services/failed-delete-retried"],
     "role-deletion-waits-for-services": ["dns/services/held-services-do-not-hold-the-instance"],
-    "no-discovery-service": ["dns/discovery-service/lists-members"],
+    "no-discovery-service": [
+        "dns/discovery-service/lists-members",
+        "dns/resolution/member-and-entry-addresses",
+        "dns/scope/zero-workers",
+    ],
     "entry-service-selects-all": ["dns/entry-service/selects-entry-only"],
-    "wrong-entry-address": ["dns/entry-service/selects-entry-only"],
+    "wrong-entry-address": ["dns/entry-service/selects-entry-only", "dns/services/per-instance"],
     "services-not-published-before-ready": ["dns/services/publish-not-ready"],
     "services-not-recreated": ["dns/services/recreated"],
     "deletion-identity-ignored": ["dns/deletion/identity-changed"],
-    "migration-layout-changed": ["dns/migration/legacy-layout-preserved"],
+    "migration-layout-changed": ["dns/migration/legacy-layout-preserved", "dns/migration/lost-pod-keeps-layout"],
     "unavailable-rounds-up": ["rollout/sg/max-unavailable-percent-rounds-down"],
-    "surge-ignored": ["rollout/sg/max-surge-percent-rounds-up"],
-    "partition-ignored": ["rollout/sg/partition"],
+    "surge-ignored": ["rollout/sg/max-surge-percent-rounds-up", "rollout/sg/max-surge"],
+    "partition-ignored": ["rollout/sg/partition", "rollout/sg/partition-percent-rounds-up"],
     "role-unchanged-recreated": ["rollout/role/unchanged-role-keeps-pods"],
-    "coordination-ignored": ["rollout/coordination/max-skew"],
+    "coordination-ignored": ["rollout/coordination/max-skew", "rollout/coordination/dependencies"],
     "max-skew-any-form": ["rollout/coordination/max-skew-percent-only"],
     "coordination-participants-miss-last-role": ["rollout/coordination/every-role-by-default"],
     "skew-ratio-excludes-partition": ["rollout/coordination/partition-in-ratio"],
@@ -144,7 +162,7 @@ CAUGHT_BY: dict[str, list[str]] = {
     "coordination-dependencies-mutable": ["rollout/coordination/dependencies-immutable"],
     "dependency-capacity-dropped": ["rollout/coordination/dependency-capacity-retained"],
     "dependency-closure-direct-only": ["rollout/coordination/transitive-dependencies"],
-    "unready-not-counted": ["rollout/sg/unready-counts-against-budget"],
+    "unready-not-counted": ["rollout/sg/unready-counts-against-budget", "inplace/budget"],
     "default-max-unavailable-all": ["rollout/sg/default-max-unavailable"],
     "role-max-unavailable-default-all": ["rollout/role/default-max-unavailable"],
     "role-unavailable-rounds-up": ["rollout/role/max-unavailable-percent-rounds-down"],
@@ -161,9 +179,13 @@ CAUGHT_BY: dict[str, list[str]] = {
     "coordination-applied-under-servinggroup-rolling": ["rollout/coordination/not-under-servinggroup-rolling"],
     "recreate-updates-in-place": ["rollout/update-method/recreate-replaces-pods"],
     "update-method-default-in-place": ["rollout/update-method/default-recreate"],
-    "in-place-recreates": ["inplace/image-only-keeps-uids"],
+    "in-place-recreates": ["inplace/image-only-keeps-uids", "inplace/rollback"],
     "in-place-ineligible-patched": ["inplace/fallback/ineligible-change"],
-    "no-fallback-event": ["inplace/fallback/ineligible-change"],
+    "no-fallback-event": [
+        "inplace/fallback/ineligible-change",
+        "inplace/fallback/headless-service",
+        "inplace/fallback/init-container-image",
+    ],
     "no-progress-deadline": ["inplace/progress-deadline"],
     "eligibility-ignores-worker-replicas": ["inplace/eligibility/role-layout"],
     "eligibility-ignores-container-order": ["inplace/eligibility/containers"],
@@ -181,7 +203,14 @@ CAUGHT_BY: dict[str, list[str]] = {
     # issue 13, H5: readiness as the kubelet reports it (readiness gates, an image that cannot be pulled)
     "ready-ignores-readiness-gates": ["core/status/readiness-gates"],
     "in-place-ready-on-patch": ["inplace/unpullable-image-holds-the-rollout"],
-    "eviction-budget-off-by-one": ["eviction/servinggroup/min-available"],
+    "eviction-budget-off-by-one": [
+        "eviction/servinggroup/min-available",
+        "eviction/servinggroup/concurrent",
+        "eviction/servinggroup/drain",
+        "eviction/servinggroup/during-rollout",
+        "eviction/servinggroup/min-available-percent",
+        "eviction/servinggroup/worker-disrupts-group",
+    ],
     "role-eviction-budget-ignored": ["eviction/role/role-min-available"],
     "min-available-applied-under-role": ["eviction/role/min-available-ignored"],
     "role-min-available-applied-under-servinggroup": ["eviction/servinggroup/role-min-available-ignored"],
@@ -207,6 +236,14 @@ CAUGHT_BY: dict[str, list[str]] = {
     # helper init (issue 13, second wave): a restarted init container (a sidecar) under each recreate policy
     "servinggroup-recreate-ignores-init-restarts": ["core/recovery/servinggroup-recreate-restarted-init-container"],
     "role-recreate-ignores-init-restarts": ["core/recovery/role-recreate-restarted-init-container"],
+    # slot admission (issue 13, third wave)
+    # end of slot admission
+    # slot core (issue 13, third wave)
+    # end of slot core
+    # slot rollout (issue 13, third wave)
+    # end of slot rollout
+    # slot accelerators (issue 13, third wave)
+    # end of slot accelerators
 }
 
 # Faults only a running container shows (real nodes): their variants run in

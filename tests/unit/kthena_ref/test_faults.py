@@ -30,8 +30,12 @@ from kthena_ref.plugins import build_chain
 from kthena_ref.plugins.base import HookRequest, NoOpHooks, PluginConfigError, Registry
 
 from .builders import MS, T0, deleted, deleting, edit_spec, env_of, fresh_pods, label, names, ready, set_image, world
+from .fault_cases_admission import CASES as ADMISSION_CASES
 from .fault_cases_conventions import CASES as CONVENTION_CASES
 from .fault_cases_core import CASES as CORE_CASES
+from .fault_cases_coverage_accelerators import CASES as COVERAGE_ACCELERATORS_CASES
+from .fault_cases_coverage_core import CASES as COVERAGE_CORE_CASES
+from .fault_cases_coverage_rollout import CASES as COVERAGE_ROLLOUT_CASES
 from .fault_cases_deadline import CASES as DEADLINE_CASES
 from .fault_cases_dns import CASES as DNS_CASES
 from .fault_cases_gang import CASES as GANG_CASES
@@ -501,6 +505,10 @@ CASES += [Case(*row) for row in CONVENTION_CASES]
 CASES += [Case(*row) for row in POD_CASES]
 CASES += [Case(*row) for row in DEADLINE_CASES]
 CASES += [Case(*row) for row in GANG_CASES]
+CASES += [Case(*row) for row in ADMISSION_CASES]
+CASES += [Case(*row) for row in COVERAGE_CORE_CASES]
+CASES += [Case(*row) for row in COVERAGE_ROLLOUT_CASES]
+CASES += [Case(*row) for row in COVERAGE_ACCELERATORS_CASES]
 
 
 def test_every_fault_has_exactly_one_case() -> None:
