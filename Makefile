@@ -12,7 +12,7 @@ WORKERS ?= 2
 CONFORMANCE_WORKERS ?= 4
 # Workers of the own-controller pass (the control run, self-validation variants on a kept cluster
 # per worker, sharding, the installed wheel): mostly waiting, so more workers than cores.
-OWN_WORKERS ?= 4
+OWN_WORKERS ?= 6
 PYTEST := $(BIN)/pytest -p no:cacheprovider
 
 .PHONY: all venv binaries conformance test test-all test-fast test-slow lint bench catalog clean distclean

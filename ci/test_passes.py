@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="test_passes", description=__doc__.splitlines()[0])
     parser.add_argument("--pytest", default=str(ROOT / ".venv" / "bin" / "pytest"))
     parser.add_argument("--workers", type=int, default=2, help="xdist workers for the unit and shared passes")
-    parser.add_argument("--own-workers", type=int, default=4, help="xdist workers for the own-controller pass")
+    parser.add_argument("--own-workers", type=int, default=6, help="xdist workers for the own-controller pass")
     parser.add_argument("--all", action="store_true", help="every variant runs the whole suite")
     parser.add_argument("--only", action="append", default=[], help="run only these passes (repeatable)")
     args = parser.parse_args(argv)
