@@ -771,6 +771,7 @@ def coverage_command(
     cov = specmap.coverage(loaded.statements)
     rows = [p for p in cov.profiles if p.profile in names]
     uncovered = [s for s in cov.uncovered if s.profile in names]
+    api_only = specmap.without_implementation_code(loaded.statements)
     named = loaded.named_behaviours()
     unmapped = sorted(b.id for b in behaviours if b.id not in named and b.profile.name in names)
     if output_format == "json":
@@ -781,6 +782,7 @@ def coverage_command(
                 "scope": specmap.IN_SCOPE,
                 "profiles": [_coverage_json(p) for p in rows],
                 "overall": _coverage_json(cov.overall),
+                "overallWithoutImplementationCode": {"must": api_only.as_dict() | {"percent": _rounded(api_only)}},
                 **payload,
                 "unmappedBehaviours": unmapped,
             }
@@ -799,6 +801,10 @@ def coverage_command(
                 f"{label:20} {_fraction(p.must):16} {p.must.explained:>9} {p.must.gaps:>5}  "
                 f"{_fraction(p.should):16} {p.should.gaps:>5}"
             )
+        click.echo(
+            f"MUST, all profiles, without the {cov.overall.must.total - api_only.total} statement(s) about one "
+            f"implementation's own code (reason {specmap.NOT_MODELSERVING}): {_fraction(api_only)}"
+        )
     gaps = sum(1 for s in uncovered if s.reason == specmap.GAP)
     click.echo(
         f"uncovered MUST statements: {len(uncovered)} ({gaps} {'gap' if gaps == 1 else 'gaps'}, "
@@ -819,10 +825,14 @@ def _fraction(f: Any) -> str:
     return f"{f.asserted}/{f.total} ({percent_text(f.percent)})"
 
 
+def _rounded(f: Any) -> float | None:
+    return None if f.percent is None else round(f.percent, 2)
+
+
 def _coverage_json(p: Any) -> dict[str, Any]:
     data: dict[str, Any] = p.as_dict()
     for level, figures in (("must", p.must), ("should", p.should)):
-        data[level]["percent"] = None if figures.percent is None else round(figures.percent, 2)
+        data[level]["percent"] = _rounded(figures)
     return data
 
 

@@ -367,6 +367,19 @@ def coverage(statements: Iterable[Statement], profiles: Iterable[str] = PROFILES
     return Coverage(_profile_coverage(OVERALL, scoped), per_profile, uncovered)
 
 
+NOT_MODELSERVING = "not-modelserving"
+
+
+def without_implementation_code(statements: Iterable[Statement]) -> Figures:
+    """The in-scope MUST figures without the statements explained as ``not-modelserving``: those
+    about one implementation's own code (Kthena's Go plugin interface, instructions to its plugin
+    developers), which no implementation of the API can be judged by. A second figure beside the
+    plain one, never instead of it."""
+    return figures(
+        s for s in statements if s.in_scope and s.level == "MUST" and (s.asserted or s.reason != NOT_MODELSERVING)
+    )
+
+
 def percent_text(value: float | None) -> str:
     """``87.5%``; rounded down to one decimal, so 94.96% never reads as 95.0%; ``n/a`` for None."""
     if value is None:

@@ -69,6 +69,10 @@ def test_text_shows_every_profile_the_overall_figure_and_the_uncovered(tmp_path:
     assert rows["Plugins"].split()[1:] == ["1/2", "(50.0%)", "0", "1", "0/0", "(n/a)", "0"]
     assert rows["all"].split()[2:] == ["2/5", "(40.0%)", "1", "2", "0/1", "(0.0%)", "1"]
     assert "uncovered MUST statements: 3 (2 gaps, 1 explained):" in lines
+    assert (
+        "MUST, all profiles, without the 0 statement(s) about one implementation's own code "
+        "(reason not-modelserving): 2/5 (40.0%)"
+    ) in lines
     listed = [line.split()[0] for line in lines if line.startswith("  ") and not line.startswith("      ")]
     assert listed == ["core/a/gap", "plugins/a/gap", "core/a/kubelet"]  # gaps first
     assert "      gap: read status.replicas at 0" in lines
@@ -106,6 +110,9 @@ def test_json(tmp_path: Path) -> None:
     core = next(p for p in data["profiles"] if p["profile"] == "Core")
     assert core["must"] == {"total": 3, "asserted": 1, "explained": 1, "gaps": 1, "percent": 33.33}
     assert data["overall"]["should"] == {"total": 1, "asserted": 0, "explained": 0, "gaps": 1, "percent": 0.0}
+    assert data["overallWithoutImplementationCode"]["must"] == {
+        "total": 5, "asserted": 2, "explained": 1, "gaps": 2, "percent": 40.0
+    }  # fmt: skip
     assert data["uncovered"][0] == {
         "id": "core/a/gap",
         "document": "api-reference-workload-v1alpha1.txt",

@@ -358,6 +358,29 @@ def test_coverage_arithmetic(
             assert f.total == f.asserted + f.explained + f.gaps
 
 
+@pytest.mark.parametrize(
+    ("statements", "expected"),
+    [
+        pytest.param([], Figures(), id="nothing"),
+        pytest.param(
+            [st("a/a"), st("a/b", asserted=False, reason="not-modelserving")], Figures(1, 1), id="go-code-left-out"
+        ),
+        pytest.param(
+            [st("a/a", asserted=False, reason="not-observable"), st("a/b", asserted=False)],
+            Figures(2, 0, 1, 1),
+            id="other-reasons-and-gaps-stay",
+        ),
+        pytest.param(
+            [st("a/a", "SHOULD"), st("o/a", topic="ModelBooster", asserted=False, reason="not-modelserving")],
+            Figures(),
+            id="must-and-in-scope-only",
+        ),
+    ],
+)
+def test_the_figure_without_implementation_code(statements: list[Statement], expected: Figures) -> None:
+    assert specmap.without_implementation_code(statements) == expected
+
+
 def test_uncovered_lists_in_scope_must_statements_gaps_first() -> None:
     statements = [
         st("a/explained", asserted=False, reason="ambiguous"),
