@@ -459,12 +459,135 @@ FAULTS: dict[str, str] = {
         "with a log line only (no Event, no condition, no Pods)"
     ),
     # slot admission (issue 13, third wave: every behaviour proven able to fail): admission rules
+    # (the CRD faults reach the CRD through `kthena-ref manifests --fault`; a CRD bound also drops the webhook's
+    # pydantic error for it, as enums-not-validated does, or the webhook would still refuse the value)
+    "max-unavailable-zero-accepted": (
+        "a literal rollingUpdateConfiguration.maxUnavailable of 0 is accepted with maxSurge unset or 0 (and acts as "
+        "1) instead of being refused at admission"
+    ),
+    "negative-history-limit-accepted": (
+        "neither the CRD schema nor the webhook checks that spec.revisionHistoryLimit is not negative"
+    ),
+    "role-name-length-unchecked": "neither the CRD schema nor the webhook bounds a Role name's length (12)",
+    "role-name-pattern-unchecked": (
+        "neither the CRD schema nor the webhook checks a Role name against ^[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?$"
+    ),
+    "role-names-not-unique": (
+        "the CRD makes spec.template.roles an atomic list instead of a list-map keyed by name, so two Roles of one "
+        "name are stored"
+    ),
+    "roles-count-unchecked": "neither the CRD schema nor the webhook bounds the number of Roles (1 to 4)",
+    "plugin-names-not-unique": (
+        "the CRD makes spec.plugins an atomic list instead of a list-map keyed by name, so a chain naming a plugin "
+        "twice is stored (the controller's reconcile then fails)"
+    ),
+    "plugin-type-compared-as-written": (
+        "the CRD does not default a plugin's omitted type to BuiltIn and admission compares plugin types as written, "
+        "so writing an omitted type as BuiltIn (or omitting BuiltIn) counts as a change of the immutable chain"
+    ),
+    "headless-scope-target-accepted": (
+        "headless-service with scope.target Entry or Worker is silently accepted (no refusal, no Warning Event) and "
+        "applied to that target only"
+    ),
+    "coordination-addable-and-removable": (
+        "the CRD's immutability rule for rolloutStrategy.roleCoordination compares it only when both the old and the "
+        "new spec have one: it can be added or removed after creation"
+    ),
+    "role-rolling-group-config-accepted": (
+        "admission accepts rolloutStrategy.rollingUpdateConfiguration under RoleRollingUpdate (it is then ignored)"
+    ),
+    "progress-deadline-minimum-unchecked": (
+        "neither the CRD schema nor the webhook checks rolloutStrategy.progressDeadlineSeconds' minimum of 60"
+    ),
+    "gang-policy-removable": "the CRD does not forbid removing gangPolicy from a ServingGroup template once set",
+    "min-role-replicas-mutable": "the CRD does not forbid changing gangPolicy.minRoleReplicas after creation",
+    "min-role-replicas-keys-unchecked": "admission accepts gangPolicy.minRoleReplicas keys that name no Role",
     # end of slot admission
     # slot core (issue 13, third wave: every behaviour proven able to fail): core, plugins and dns behaviours
+    "none-rebuilds-deleted-pod-instance": (
+        "recoveryPolicy None rebuilds the whole Role instance of a Pod deleted behind the controller's back (as "
+        "RoleRecreate) instead of replacing the deleted Pod alone"
+    ),
+    "role-scale-down-ignored": (
+        "lowering a Role's replicas (outside a RoleRollingUpdate) leaves the surplus Role instances running in every "
+        "ServingGroup"
+    ),
+    "scale-selector-unpublished": (
+        "the CRD's scale subresource has no labelSelectorPath, so /scale reports no selector (an autoscaler cannot "
+        "find the Pods it scales)"
+    ),
+    "worker-template-ignored": "worker Pods are built from the entryTemplate even when the Role has a workerTemplate",
+    "scale-down-keeps-worker-pods": (
+        "a ServingGroup removed by lowering spec.replicas loses only its entry Pods; its worker Pods keep running"
+    ),
+    "demo-annotations-replace": (
+        "demo-pod-tweaks with config.annotations replaces the Pod's annotations with its own instead of merging "
+        "them (the template's annotations are lost)"
+    ),
+    "demo-runtime-class-ignored": (
+        "demo-pod-tweaks ignores config.runtimeClassName (its annotations and env still apply)"
+    ),
+    "scope-target-entry-ignored": "a plugin whose scope.target is Entry also runs on worker Pods",
+    "headless-without-worker-template": (
+        "headless-service also gives the Pods of a Role without a workerTemplate a hostname and subdomain, and the "
+        "Role instance its Entry and Discovery Services"
+    ),
+    "terminating-service-rebuilds-instance": (
+        "a Role instance one of whose plugin-managed Services is terminating is rebuilt (its Pods deleted and "
+        "created again), as if its auxiliary Services decided whether its Pods exist"
+    ),
     # end of slot core
     # slot rollout (issue 13, third wave: every behaviour proven able to fail): rollout and gang PodGroups
+    "role-surge-ignored": (
+        "under RoleRollingUpdate a Role's absolute maxSurge is ignored (it resolves to 0): no instance is created "
+        "above the Role's replicas, so a Role with maxUnavailable 0 never updates"
+    ),
+    "role-unavailable-off-by-one": (
+        "under RoleRollingUpdate an absolute maxUnavailable of 2 or more lets one more instance of the Role be "
+        "unavailable than it says"
+    ),
+    "role-percent-of-servinggroups": (
+        "under RoleRollingUpdate a percentage maxUnavailable is resolved against spec.replicas (the number of "
+        "ServingGroups) instead of the Role's replicas"
+    ),
+    "role-partition-percent-rounds-down": (
+        "under RoleRollingUpdate a percentage partition of a Role is rounded down instead of up, so it protects one "
+        "instance fewer from the update"
+    ),
+    "max-unavailable-off-by-one": (
+        "under ServingGroupRollingUpdate an absolute maxUnavailable of 2 or more lets one more ServingGroup be "
+        "unavailable than it says"
+    ),
+    "retarget-ignored": (
+        "a template change during an unfinished ServingGroupRollingUpdate does not retarget it: the ServingGroups the "
+        "rollout already moved off status.currentRevision keep the intermediate template and are never updated again"
+    ),
+    "min-member-ignores-min-role-replicas": (
+        "the PodGroup's minMember counts every Pod of the ServingGroup, ignoring gangPolicy.minRoleReplicas "
+        "(minTaskMember still honours it)"
+    ),
+    "gang-policy-without-minimums-one-instance": (
+        "with a gangPolicy that sets no minRoleReplicas each Role gang-requires one instance in the PodGroup instead "
+        "of all its replicas"
+    ),
+    "min-task-member-omitted": (
+        "the PodGroup carries no minTaskMember: nothing requires the Pods of a gang-required Role instance to be "
+        "scheduled together"
+    ),
+    "group-policy-not-in-podgroup": (
+        "networkTopology.groupPolicy is not carried into the ServingGroup's PodGroup as its networkTopology"
+    ),
+    "podgroup-not-owned": "a ServingGroup's PodGroup is created without an ownerReference to its ModelServing",
+    "podgroup-queue-dropped": (
+        "the PodGroup carries no queue: the ModelServing's scheduling.volcano.sh/queue-name annotation is ignored"
+    ),
+    "podgroups-kept-on-scale-down": "the PodGroups of the ServingGroups a scale-down removes are never deleted",
     # end of slot rollout
     # slot accelerators (issue 13, third wave: every behaviour proven able to fail): accelerator Pods
+    "resource-claims-dropped": (
+        "Pods lose their template's spec.resourceClaims (and the containers' resources.claims): they are scheduled "
+        "and run without the devices their templates claim through ResourceClaimTemplates"
+    ),
     # end of slot accelerators
 }
 

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .drivers import DRIVERS, FAULT_ENV, FAULTS, get_driver, parse_faults
+from .drivers import DRIVERS, FAULT_ENV, FAULTS, device_classes, get_driver, parse_faults
 
 log = logging.getLogger("fake_devices")
 
@@ -101,7 +101,14 @@ def cmd_device_classes(args: argparse.Namespace) -> int:
     import yaml
 
     keys = [args.driver] if args.driver else list(DRIVERS)
-    sys.stdout.write(yaml.safe_dump_all([get_driver(k).device_class() for k in keys], sort_keys=False))
+    try:
+        faults = parse_faults(",".join(args.fault) if args.fault else os.environ.get(FAULT_ENV))
+    except ValueError as exc:
+        log.error("--fault / %s: %s", FAULT_ENV, exc)
+        return 2
+    if faults:
+        log.warning("SELF-VALIDATION FAULTS ON (a broken variant): %s", ", ".join(sorted(faults)))
+    sys.stdout.write(yaml.safe_dump_all(device_classes(keys, faults), sort_keys=False))
     return 0
 
 
@@ -141,6 +148,12 @@ def parser() -> argparse.ArgumentParser:
 
     dc = sub.add_parser("device-classes", help="print the DeviceClass manifests")
     dc.add_argument("--driver", choices=sorted(DRIVERS), default=None)
+    dc.add_argument(
+        "--fault",
+        action="append",
+        choices=sorted(FAULTS),
+        help=f"self-validation only: print a broken variant's classes (repeatable; default: ${FAULT_ENV})",
+    )
     dc.set_defaults(func=cmd_device_classes)
     return p
 

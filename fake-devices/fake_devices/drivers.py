@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,13 +69,19 @@ class DriverShape:
         """The devices of ``node`` (``count`` of them), in index order."""
         return [self.make_device(node, i) for i in range(count)]
 
-    def device_class(self) -> dict[str, Any]:
-        """The DeviceClass (resource.k8s.io/v1) that selects every device of this driver."""
+    def device_class(self, faults: frozenset[str] = frozenset()) -> dict[str, Any]:
+        """The DeviceClass (resource.k8s.io/v1) that selects every device of this driver.
+
+        ``faults`` (self-validation only, see :data:`FAULTS`): ``device-class-first-device-only``
+        narrows the selector to each node's device of index 0."""
+        expression = f'device.driver == "{self.driver}"'
+        if "device-class-first-device-only" in faults:
+            expression += f' && device.attributes["{self.driver}"].index == 0'
         return {
             "apiVersion": "resource.k8s.io/v1",
             "kind": "DeviceClass",
             "metadata": {"name": self.device_class_name, "labels": {MANAGED_BY_LABEL: MANAGED_BY}},
-            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{self.driver}"'}}]},
+            "spec": {"selectors": [{"cel": {"expression": expression}}]},
         }
 
     def env_name(self, device_name: str) -> str:
@@ -137,6 +143,15 @@ def get_driver(key: str) -> DriverShape:
         raise ValueError(f"unknown driver {key!r}: choose one of {', '.join(DRIVERS)}") from None
 
 
+def device_classes(keys: Iterable[str], faults: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """The DeviceClasses of the drivers ``keys``, which whoever installs the drivers creates.
+
+    ``faults`` (self-validation only, see :data:`FAULTS`): ``device-class-missing`` gives none."""
+    if "device-class-missing" in faults:
+        return []
+    return [get_driver(key).device_class(faults) for key in keys]
+
+
 # Self-validation only: deliberately broken variants of the fake drivers, so the conformance suite's
 # Accelerators profile can be shown to fail on the right behaviour. Switched on for a publisher with
 # ``--fault NAME`` or the environment variable (comma-separated names); never on by default.
@@ -146,6 +161,20 @@ FAULTS: dict[str, str] = {
     "cdi-env-next-device": (
         "the kubelet plugin's CDI spec gives a container the variables of the next device (index + 1), not of the "
         "device allocated"
+    ),
+    "device-class-missing": (
+        "the driver installs no DeviceClass: the DeviceClasses its capability file declares do not exist in the cluster"
+    ),
+    "model-attribute-dropped": (
+        "every published device lacks its model attribute, which the capability file declares at level MUST"
+    ),
+    "device-class-first-device-only": (
+        "the DeviceClass selects only each node's device of index 0, so at most one device per node can be "
+        "allocated: claims for several devices on a node, or for more devices than there are nodes, stay unsatisfied"
+    ),
+    "spare-device-published": (
+        "every served node also publishes one device (<kind>-spare) its capability file does not declare and the "
+        "DeviceClass still selects: a node has one allocatable device more than it declares"
     ),
 }
 

@@ -68,9 +68,21 @@ def slice_name(node: str, driver: str) -> str:
     return f"{node[: MAX_NAME - len(driver) - 18]}-{digest}-{driver}"
 
 
-def desired_slice(shape: DriverShape, node: Obj, count: int, generation: int) -> Obj:
-    """The slice for ``node`` with ``count`` devices, at pool ``generation``."""
+def desired_slice(
+    shape: DriverShape, node: Obj, count: int, generation: int, faults: frozenset[str] = frozenset()
+) -> Obj:
+    """The slice for ``node`` with ``count`` devices, at pool ``generation``.
+
+    ``faults`` (self-validation only, see :data:`.drivers.FAULTS`): ``model-attribute-dropped``
+    leaves out every device's ``model`` attribute; ``spare-device-published`` adds one device,
+    ``<kind>-spare``, that the capability file does not declare."""
     name = node["metadata"]["name"]
+    devices = shape.devices(name, count)
+    if "spare-device-published" in faults and count:
+        devices.append({**shape.make_device(name, count), "name": f"{shape.key}-spare"})
+    if "model-attribute-dropped" in faults:
+        for device in devices:
+            device["attributes"].pop("model", None)
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceSlice",
@@ -91,7 +103,7 @@ def desired_slice(shape: DriverShape, node: Obj, count: int, generation: int) ->
             "driver": shape.driver,
             "nodeName": name,
             "pool": {"name": name, "generation": generation, "resourceSliceCount": 1},
-            "devices": shape.devices(name, count),
+            "devices": devices,
         },
     }
 
@@ -174,12 +186,12 @@ def plan(shape: DriverShape, nodes: Iterable[Obj], slices: Iterable[Obj], faults
         out.deletes.extend(sorted(s["metadata"]["name"] for s in existing if s is not keep))
         top = max((_generation(s) for s in existing), default=0)
         if keep is None:
-            out.creates.append(desired_slice(shape, node, count, top + 1 if existing else 1))
+            out.creates.append(desired_slice(shape, node, count, top + 1 if existing else 1, faults))
             continue
-        desired = desired_slice(shape, node, count, _generation(keep))
+        desired = desired_slice(shape, node, count, _generation(keep), faults)
         if _projection(desired) == _projection(keep) and len(existing) == 1:
             continue
-        desired = desired_slice(shape, node, count, top + 1)
+        desired = desired_slice(shape, node, count, top + 1, faults)
         desired["metadata"]["resourceVersion"] = keep["metadata"].get("resourceVersion")
         out.updates.append(Update(want, desired))
     return out

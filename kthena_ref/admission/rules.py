@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .. import faults
+from ..api.crd import UNCHECKED_BOUNDS
 from ..api.types import ModelServing, RolloutStrategyType
 from ..planner import intstr
 from ..planner.names import generated_name_problem
@@ -43,6 +44,14 @@ def _loc(parts: tuple[Any, ...]) -> str:
     return out
 
 
+def _schema_path(parts: tuple[Any, ...]) -> str:
+    """A pydantic error's location as a path in the CRD schema (``spec.template.roles[].name``)."""
+    out = ""
+    for part in parts:
+        out += "[]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
 def validate(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[FieldError]:
     """Every problem with ``obj`` (a ModelServing as the API server sent it); empty when valid."""
     try:
@@ -53,6 +62,9 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Fie
             found = [e for e in found if e["type"] != "enum"]
         if faults.active("entry-template-optional"):
             found = [e for e in found if e["loc"][-1:] != ("entryTemplate",)]
+        for fault, (at, _, kinds) in UNCHECKED_BOUNDS.items():  # the bounds the CRD then drops too
+            if faults.active(fault):
+                found = [e for e in found if not (e["type"] in kinds and _schema_path(tuple(e["loc"])) == at)]
         return [FieldError(_loc(tuple(e["loc"])), e["msg"]) for e in found]
     errors: list[FieldError] = []
     spec = ms.spec
@@ -114,7 +126,7 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Fie
 
     gang = spec.template.gang_policy
     for key in sorted((gang.min_role_replicas or {}) if gang else {}):
-        if key not in names:
+        if key not in names and not faults.active("min-role-replicas-keys-unchecked"):
             errors.append(
                 FieldError(
                     f"spec.template.gangPolicy.minRoleReplicas[{key}]", f"{key!r} is not a Role of this ModelServing"
@@ -154,7 +166,11 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Fie
             before = None
         if faults.active("headless-addable") and not old_plugins and [p.name for p in spec.plugins or []] == [HEADLESS]:
             before = None  # as if adding headless-service only restored what controllers did before the opt-in model
-        if before is not None and normalized_chain(before.spec.plugins) != normalized_chain(spec.plugins):
+        # (the fault: a plugin's type compared as written, an omitted type unlike BuiltIn)
+        as_written = faults.active("plugin-type-compared-as-written") and _plugin_types(obj) != _plugin_types(old)
+        if before is not None and (
+            as_written or normalized_chain(before.spec.plugins) != normalized_chain(spec.plugins)
+        ):
             errors.append(
                 FieldError(
                     "spec.plugins",
@@ -165,7 +181,7 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Fie
 
     if strategy is not None:
         rolling = strategy.rolling_update_configuration
-        if role_rolling and rolling is not None:
+        if role_rolling and rolling is not None and not faults.active("role-rolling-group-config-accepted"):
             errors.append(
                 FieldError(
                     "spec.rolloutStrategy.rollingUpdateConfiguration",
@@ -223,6 +239,11 @@ def validate(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Fie
                     )
                 errors.extend(_check_intstr(value, f"{at}.roleMinAvailable[{key}]"))
     return errors
+
+
+def _plugin_types(obj: dict[str, Any]) -> list[Any]:
+    """The type of each plugin of ``obj``'s chain, as written (None where omitted)."""
+    return [p.get("type") for p in (obj.get("spec") or {}).get("plugins") or [] if isinstance(p, dict)]
 
 
 def _check_intstr(value: int | str | None, field: str) -> list[FieldError]:

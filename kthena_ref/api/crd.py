@@ -78,12 +78,39 @@ _COORDINATION_WITHOUT_DEPENDENCIES = {
     "fieldPath": ".rolloutStrategy.roleCoordination",
 }
 
+# Bounds a fault drops (self-validation): fault -> (schema path, the CRD keywords, the pydantic error types). The
+# webhook (admission.rules.validate) ignores those pydantic errors at that path under the same fault, or it would
+# still refuse the value the CRD now lets through.
+UNCHECKED_BOUNDS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "negative-history-limit-accepted": ("spec.revisionHistoryLimit", ("minimum",), ("greater_than_equal",)),
+    "role-name-length-unchecked": ("spec.template.roles[].name", ("maxLength",), ("string_too_long",)),
+    "role-name-pattern-unchecked": ("spec.template.roles[].name", ("pattern",), ("string_pattern_mismatch",)),
+    "roles-count-unchecked": ("spec.template.roles", ("minItems", "maxItems"), ("too_short", "too_long")),
+    "progress-deadline-minimum-unchecked": (
+        "spec.rolloutStrategy.progressDeadlineSeconds",
+        ("minimum",),
+        ("greater_than_equal",),
+    ),
+}
+
+# Under the coordination-addable-and-removable fault: roleCoordination is compared only when the old and the new
+# spec both have one (its presence is not).
+_COORDINATION_WHEN_BOTH_HAVE_ONE = {
+    "rule": "!has(self.rolloutStrategy) || !has(self.rolloutStrategy.roleCoordination) || "
+    "!has(oldSelf.rolloutStrategy) || !has(oldSelf.rolloutStrategy.roleCoordination) || "
+    "self.rolloutStrategy.roleCoordination == oldSelf.rolloutStrategy.roleCoordination",
+    "message": "rolloutStrategy.roleCoordination's policy is immutable after creation",
+    "fieldPath": ".rolloutStrategy.roleCoordination",
+}
+
 # Lists whose items are identified by a key: the API server then rejects duplicate keys.
 LIST_MAP_KEYS: dict[str, list[str]] = {
     "spec.template.roles": ["name"],
     "spec.plugins": ["name"],
     "status.conditions": ["type"],
 }
+
+SCALE_SELECTOR = {"labelSelectorPath": ".status.labelSelector"}  # the scale subresource's selector
 
 PRINTER_COLUMNS = [
     {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
@@ -175,6 +202,9 @@ def schema_of(annotation: Any, path: str, field: FieldInfo | None = None) -> dic
         (item,) = typing.get_args(inner)
         schema = {"type": "array", "items": schema_of(item, path + "[]")}
         keys = LIST_MAP_KEYS.get(path)
+        unique = {"spec.template.roles": "role-names-not-unique", "spec.plugins": "plugin-names-not-unique"}
+        if path in unique and faults.active(unique[path]):
+            keys = None  # the fault: an atomic list, so two items of one name are stored
         schema.update(
             {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": keys}
             if keys
@@ -188,8 +218,15 @@ def schema_of(annotation: Any, path: str, field: FieldInfo | None = None) -> dic
     _constraints(metadata, schema)
     if field is not None and field.json_schema_extra and isinstance(field.json_schema_extra, dict):
         schema.update({k: v for k, v in field.json_schema_extra.items() if not k.startswith("x-kthena")})
+    for fault, (at, keywords, _) in UNCHECKED_BOUNDS.items():
+        if path == at and faults.active(fault):
+            for keyword in keywords:
+                schema.pop(keyword, None)
     if path in CEL_RULES:
         schema["x-kubernetes-validations"] = CEL_RULES[path]
+        immutable = {"spec.template": "gang-policy-removable", "spec.template.gangPolicy": "min-role-replicas-mutable"}
+        if path in immutable and faults.active(immutable[path]):
+            del schema["x-kubernetes-validations"]  # the fault: no transition rule guards the field
     return schema
 
 
@@ -207,7 +244,8 @@ def model_schema(model: type[BaseModel], path: str) -> dict[str, Any]:
                 required.append(wire)
         elif field.default is not None and not isinstance(field.default, (dict, list)):
             default = field.default
-            if not faults.active("no-schema-defaults"):
+            type_undefaulted = child == "spec.plugins[].type" and faults.active("plugin-type-compared-as-written")
+            if not faults.active("no-schema-defaults") and not type_undefaulted:
                 prop["default"] = default.value if isinstance(default, enum.Enum) else default
                 role_budget = child == "spec.template.roles[].maxUnavailable"
                 if role_budget and faults.active("role-max-unavailable-default-all"):
@@ -220,6 +258,8 @@ def model_schema(model: type[BaseModel], path: str) -> dict[str, Any]:
         schema["x-kubernetes-validations"] = CEL_RULES[path]
         if path == "spec" and faults.active("coordination-dependencies-mutable"):
             schema["x-kubernetes-validations"] = [_COORDINATION_WITHOUT_DEPENDENCIES]
+        if path == "spec" and faults.active("coordination-addable-and-removable"):
+            schema["x-kubernetes-validations"] = [_COORDINATION_WHEN_BOTH_HAVE_ONE]
     return schema
 
 
@@ -256,7 +296,8 @@ def crd() -> dict[str, Any]:
                         "scale": {
                             "specReplicasPath": ".spec.replicas",
                             "statusReplicasPath": ".status.replicas",
-                            "labelSelectorPath": ".status.labelSelector",
+                            # the fault scale-selector-unpublished: /scale reports no selector
+                            **({} if faults.active("scale-selector-unpublished") else SCALE_SELECTOR),
                         },
                     },
                     "schema": {

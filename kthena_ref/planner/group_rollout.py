@@ -9,6 +9,7 @@ step chose, or patches them in place when they are eligible (:mod:`.fallback`).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -39,6 +40,8 @@ def pace(ms: ModelServing) -> rollout.Pace:
     if faults.active("unavailable-rounds-up") and isinstance(unavailable, str):
         unavailable = intstr.resolve(unavailable, spec.replicas, round_up=True, field=f"{at}.maxUnavailable")
     budget, surge = intstr.update_budget(unavailable, rolling.max_surge if rolling else None, spec.replicas, at)
+    if faults.active("max-unavailable-off-by-one") and isinstance(unavailable, int) and unavailable > 1:
+        budget += 1  # (from 2 up: the default 1 stays right)
     part = intstr.partition(rolling.partition if rolling else None, spec.replicas, f"{at}.partition")
     if faults.active("role-partition-honoured-under-servinggroup") and not (rolling and rolling.partition):
         part = intstr.partition(spec.template.roles[0].partition, spec.replicas, f"{at}.partition")
@@ -68,8 +71,10 @@ def step(
     update_rev: str,
     findings: InPlaceFindings,
     delete: Deleter,
+    current: str | None = None,
 ) -> rollout.Step | None:
-    """This reconcile's rollout step over the observed groups (None: nothing is outdated)."""
+    """This reconcile's rollout step over the observed groups (None: nothing is outdated);
+    ``current`` (status.currentRevision) matters only to the retarget-ignored fault."""
     if faults.active("plugin-fallback-ignores-budget") and findings.blocked_by_plugins:
         budget = rollout.Pace(budget.replicas, budget.replicas, budget.max_surge, budget.partition)  # all at once
     units = [
@@ -77,6 +82,8 @@ def step(
         for g in groups.values()
         if g.pods
     ]
+    if faults.active("retarget-ignored") and current:  # a group already moved off currentRevision counts as done
+        units = [dataclasses.replace(u, outdated=False) if groups[u.id].revision != current else u for u in units]
     return rollout.step(units, budget)
 
 

@@ -59,7 +59,8 @@ def update_budget(unavailable: int | str | None, surge: int | str | None, total:
     u = max_unavailable(unavailable, total, f"{field}.maxUnavailable")
     s = max_surge(surge, total, f"{field}.maxSurge")
     if u == 0 and s == 0:
-        if unavailable in (0, "0"):
+        zero_accepted = faults.active("max-unavailable-zero-accepted") and "rollingUpdateConfiguration" in field
+        if unavailable in (0, "0") and not zero_accepted:  # (the fault: ServingGroupRollingUpdate's 0 acts as 1)
             raise IntOrStringError(f"{field}.maxUnavailable: may be 0 only when maxSurge resolves above 0")
         if not faults.active("zero-percentages-deadlock"):
             u = 1

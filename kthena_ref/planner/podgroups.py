@@ -47,6 +47,8 @@ def plan_podgroups(
         owned = any(ref.get("uid") == ms.metadata.uid for ref in pg["metadata"].get("ownerReferences") or [])
         ordinal_text = pg_name.removeprefix(f"{name}-")
         if owned and ordinal_text.isdigit() and int(ordinal_text) not in kept | present:
+            if faults.active("podgroups-kept-on-scale-down"):
+                continue
             out.delete_podgroups.append(pg_name)
 
 
@@ -100,21 +102,24 @@ def podgroup(
         )
         if faults.active("min-role-replicas-first-value") and min_role_replicas and role.name in min_role_replicas:
             needed = min(next(iter(min_role_replicas.values())), role.replicas)
+        if faults.active("gang-policy-without-minimums-one-instance") and not min_role_replicas:
+            needed = needed if ms.spec.template.gang_policy is None else min(1, role.replicas)  # gangPolicy: {}
         needs[role.name] = needed
-        min_member += (1 + role.worker_replicas) * needed
+        counted = role.replicas if faults.active("min-member-ignores-min-role-replicas") else needed
+        min_member += (1 + role.worker_replicas) * counted
         for index in range(needed):
             task_members[f"{role.name}-{index}"] = 1 + role.worker_replicas
             for k in range(role.worker_replicas + 1):
                 members.append(build_pod(ms, roles, "", PodId(ordinal, role.name, index, k), gang=True))
     spec: dict[str, Any] = {
         "minMember": min_member,
-        "minTaskMember": task_members,
+        "minTaskMember": {} if faults.active("min-task-member-omitted") else task_members,
         "minResources": sum_requests(members),
     }
-    if queue:
+    if queue and not faults.active("podgroup-queue-dropped"):
         spec["queue"] = queue
     topology = ms.spec.template.network_topology
-    if topology and topology.group_policy:
+    if topology and topology.group_policy and not faults.active("group-policy-not-in-podgroup"):
         spec["networkTopology"] = topology.group_policy.model_dump(by_alias=True, exclude_none=True, mode="json")
     if topology and topology.role_policy and not faults.active("role-policy-not-in-podgroup"):
         spec["subGroupPolicy"] = role_subgroups(ms, roles, needs, topology.role_policy)
@@ -125,7 +130,7 @@ def podgroup(
             "name": group_name(ms.metadata.name, ordinal),
             "namespace": ms.metadata.namespace,
             "labels": {LABEL_NAME: ms.metadata.name},
-            "ownerReferences": [owner_reference(ms)],
+            "ownerReferences": [] if faults.active("podgroup-not-owned") else [owner_reference(ms)],
         },
         "spec": spec,
     }

@@ -82,6 +82,8 @@ def build_pod(ms: ModelServing, roles: list[Role], revision: str, pid: PodId, *,
     """The Pod at ``pid`` for ``ms``, from ``roles`` (the template at ``revision``)."""
     role = next(r for r in roles if r.name == pid.role)
     template = role.entry_template if pid.is_entry or role.worker_template is None else role.worker_template
+    if faults.active("worker-template-ignored"):
+        template = role.entry_template  # the fault: worker Pods are built from the entryTemplate too
     meta = template.metadata
     labels = dict(meta.labels or {}) if meta else {}
     annotations = dict(meta.annotations or {}) if meta else {}
@@ -106,6 +108,10 @@ def build_pod(ms: ModelServing, roles: list[Role], revision: str, pid: PodId, *,
     if faults.active("container-resources-dropped"):
         for container in spec.get("containers") or []:
             container.pop("resources", None)
+    if faults.active("resource-claims-dropped"):
+        spec.pop("resourceClaims", None)
+        for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+            (container.get("resources") or {}).pop("claims", None)
     env = {"GROUP_SIZE": str(role.worker_replicas + 1), "WORKER_INDEX": str(pid.k)}
     if faults.active("wrong-group-size"):
         env["GROUP_SIZE"] = str(role.worker_replicas)

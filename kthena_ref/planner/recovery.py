@@ -22,7 +22,7 @@ from . import inplace
 from .deletions import Deleter
 from .layout import Layout
 from .model import Event, InstanceKey, Observed, Plan, PodPatch
-from .names import PodId, group_name, pod_name
+from .names import LABEL_GROUP, LABEL_ROLE_ID, PodId, group_name, pod_name
 from .observe import Group, Observation, ObservedPod
 
 ROLE_ROLLING = RolloutStrategyType.ROLE_ROLLING_UPDATE
@@ -75,21 +75,43 @@ def recover(
             if policy is RecoveryPolicy.SERVING_GROUP_RECREATE and faults.active(narrowed):
                 how = RecoveryPolicy.ROLE_RECREATE  # the fault: only the Role instance is rebuilt
             rebuild(out, delete, group, pod.pid, how, f"pod {pod.name} failed", name, rebuilding)
+        lost_policy = policy
+        if policy is RecoveryPolicy.NONE and faults.active("none-rebuilds-deleted-pod-instance"):
+            lost_policy = RecoveryPolicy.ROLE_RECREATE  # the fault: a lost Pod's Role instance is rebuilt
         for pid in layout.expected(group.ordinal):
             lost_name = pod_name(name, pid.ordinal, pid.role, pid.index, pid.k)
-            if pid in group.pods or lost_name not in observed.lost or policy is RecoveryPolicy.NONE:
+            if pid in group.pods or lost_name not in observed.lost or lost_policy is RecoveryPolicy.NONE:
                 continue
             scope = (
                 group.live_pods()
-                if policy is RecoveryPolicy.SERVING_GROUP_RECREATE
+                if lost_policy is RecoveryPolicy.SERVING_GROUP_RECREATE
                 else [p for p in group.live_pods() if (p.pid.role, p.pid.index) == (pid.role, pid.index)]
             )
             if scope:  # survivors to rebuild; an emptied instance is simply created again later
-                rebuild(out, delete, group, pid, policy, f"pod {lost_name} was deleted", name, rebuilding)
+                rebuild(out, delete, group, pid, lost_policy, f"pod {lost_name} was deleted", name, rebuilding)
+        if faults.active("terminating-service-rebuilds-instance"):
+            _rebuild_behind_terminating_services(out, observed, group, delete, rebuilding)
     if faults.active("emptied-group-wedged") and policy is RecoveryPolicy.SERVING_GROUP_RECREATE:
         emptied = [p for o in range(observed.ms.spec.replicas) if o not in seen.groups for p in layout.expected(o)]
         rebuilding |= {p.ordinal for p in emptied if pod_name(name, p.ordinal, p.role, p.index, p.k) in observed.lost}
     return rebuilding
+
+
+def _rebuild_behind_terminating_services(
+    out: Plan, observed: Observed, group: Group, delete: Deleter, rebuilding: Rebuilding
+) -> None:
+    """Fault terminating-service-rebuilds-instance: rebuild (as RoleRecreate) every Role instance of
+    ``group`` one of whose plugin-managed Services is terminating."""
+    name = observed.ms.metadata.name
+    for svc in observed.services or []:
+        meta = svc["metadata"]
+        labels = meta.get("labels") or {}
+        if not meta.get("deletionTimestamp") or labels.get(LABEL_GROUP) != group_name(name, group.ordinal):
+            continue
+        hit = [p for p in group.live_pods() if p.pid.role_id == labels.get(LABEL_ROLE_ID)]
+        if hit:
+            why = f"service {meta.get('name')} is terminating"
+            rebuild(out, delete, group, hit[0].pid, RecoveryPolicy.ROLE_RECREATE, why, name, rebuilding)
 
 
 def rebuild(

@@ -82,10 +82,13 @@ def protected_instances(ms: ModelServing, groups: dict[int, Group], kept: set[in
     return out
 
 
-def role_pace(role: Role) -> rollout.Pace:
-    """RoleRollingUpdate's budget of one Role, resolved against the Role's replicas."""
+def role_pace(role: Role, servinggroups: int = 0) -> rollout.Pace:
+    """RoleRollingUpdate's budget of one Role, resolved against the Role's replicas (``servinggroups``,
+    spec.replicas, matters only to the role-percent-of-servinggroups fault)."""
     at = f"spec.template.roles[{role.name}]"
     unavailable, surge = role.max_unavailable, role.max_surge
+    if faults.active("role-percent-of-servinggroups") and isinstance(unavailable, str) and servinggroups:
+        unavailable = intstr.resolve(unavailable, servinggroups, round_up=False, field=f"{at}.maxUnavailable")
     if faults.active("role-unavailable-rounds-up") and isinstance(unavailable, str):
         unavailable = intstr.resolve(unavailable, role.replicas, round_up=True, field=f"{at}.maxUnavailable")
     if faults.active("role-surge-rounds-down") and isinstance(surge, str):
@@ -94,7 +97,13 @@ def role_pace(role: Role) -> rollout.Pace:
         surge = 1
     try:
         budget, surge = intstr.update_budget(unavailable, surge, role.replicas, at)
+        if faults.active("role-surge-ignored") and isinstance(role.max_surge, int):
+            surge = 0
+        if faults.active("role-unavailable-off-by-one") and isinstance(unavailable, int) and unavailable > 1:
+            budget += 1  # (from 2 up: the default 1 stays right)
         part = intstr.partition(role.partition, role.replicas, f"{at}.partition")
+        if faults.active("role-partition-percent-rounds-down") and isinstance(role.partition, str):
+            part = intstr.resolve(role.partition, role.replicas, round_up=False, field=f"{at}.partition")
         if faults.active("role-partition-absolute-ignored") and isinstance(role.partition, int):
             part = 0  # only percentages protect instances
     except intstr.IntOrStringError:  # rejected at admission; never stall on it
@@ -171,7 +180,7 @@ def roll_group(
                 terminating=not live,
                 in_place=findings.in_place(rev, role.name, pods),
             )
-        paces[role.name] = role_pace(role)
+        paces[role.name] = role_pace(role, ms.spec.replicas)
         steps[role.name] = rollout.step(list(units[role.name].values()), paces[role.name])
     strategy = ms.spec.rollout_strategy
     coordinated = strategy.role_coordination if strategy else None

@@ -61,9 +61,12 @@ def decide(
     budget = group_rollout.pace(ms) if group_rollout.enabled(ms) else None
     chosen = None
     if budget is not None:
-        chosen = group_rollout.step(budget, groups, layout, update_rev, findings, delete)
+        current = ms.status.current_revision if ms.status else None
+        chosen = group_rollout.step(budget, groups, layout, update_rev, findings, delete, current)
     if chosen is None:
         kept, victims = choose_groups(groups, ms.spec.replicas, layout)
+        if faults.active("scale-down-keeps-worker-pods"):  # the fault: only a removed group's entry Pods go
+            victims = [Group(g.ordinal, {pid: p for pid, p in g.pods.items() if pid.is_entry}) for g in victims]
         # Partition protects the first N kept replicas in ascending ordinal order (not ordinals < N).
         protected = set(rollout.protected_ids(kept, budget.partition if budget else 0))
     else:
@@ -87,6 +90,8 @@ def remove_surplus(
     out: Plan, ms: str, groups: dict[int, Group], kept: set[int], layout: Layout, delete: Deleter
 ) -> None:
     """Delete the Pods of kept groups that their layout no longer has (a Role scaled down)."""
+    if faults.active("role-scale-down-ignored"):
+        return  # the fault: a Role scaled down keeps its surplus instances
     for ordinal in sorted(kept):
         if ordinal not in groups:
             continue

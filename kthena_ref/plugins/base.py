@@ -137,6 +137,8 @@ def in_scope(spec: PluginSpec, role: str, target: PluginTarget) -> bool:
         return False
     if faults.active("scope-target-worker-ignored") and scope.target is PluginTarget.WORKER:
         return True
+    if faults.active("scope-target-entry-ignored") and scope.target is PluginTarget.ENTRY:
+        return True
     if faults.active("scope-target-all-entry-only") and scope.target is PluginTarget.ALL:
         return target is not PluginTarget.WORKER
     return scope.target is PluginTarget.ALL or target is PluginTarget.ALL or scope.target is target

@@ -51,11 +51,13 @@ class DemoPodTweaks(NoOpHooks):
 
     def on_pod_create(self, req: HookRequest) -> None:
         assert req.pod is not None
-        if self.cfg.get("runtimeClassName"):
+        if self.cfg.get("runtimeClassName") and not faults.active("demo-runtime-class-ignored"):
             req.pod["spec"]["runtimeClassName"] = self.cfg["runtimeClassName"]
         if self.cfg.get("annotations"):
             meta = req.pod["metadata"]
             meta["annotations"] = {**(meta.get("annotations") or {}), **self.cfg["annotations"]}
+            if faults.active("demo-annotations-replace"):  # the fault: the template's annotations are lost
+                meta["annotations"] = dict(self.cfg["annotations"])
         for container in _containers(req.pod):
             container["env"] = [*(container.get("env") or []), *(dict(e) for e in self.cfg.get("env") or [])]
             if faults.active("demo-env-replaces") and self.cfg.get("env"):
@@ -76,14 +78,15 @@ class HeadlessService(NoOpHooks):
     def __init__(self, spec: PluginSpec, field: str) -> None:
         self.name = spec.name
         decode(spec.config, field, {})
-        if spec.scope is not None and spec.scope.target is not PluginTarget.ALL:
+        narrowed = spec.scope is not None and spec.scope.target is not PluginTarget.ALL
+        if narrowed and not faults.active("headless-scope-target-accepted"):  # (the fault: Entry or Worker applied)
             raise PluginConfigError(f"{field}.scope.target", "must be omitted or All for headless-service")
         if faults.active("headless-scope-refused") and spec.scope is not None:
             raise PluginConfigError(f"{field}.scope", "must be omitted for headless-service")
 
     @staticmethod
     def applies(req: HookRequest) -> bool:
-        return req.role.worker_template is not None
+        return req.role.worker_template is not None or faults.active("headless-without-worker-template")
 
     @staticmethod
     def legacy_layout(req: HookRequest) -> bool:

@@ -3,7 +3,11 @@ Accelerators behaviour is part of the control run, tests/integration/test_confor
 
 1. Self-validation: ``--fake-devices`` with ``FAKE_DEVICES_FAULT=device-count-off-by-one`` (every
    node publishes one device fewer than its label says): the device-count behaviour is
-   non-conformant, the others of its kind pass, and the profile fails.
+   non-conformant, the others of its kind pass, and the profile fails. Every other fault of the
+   publisher and the DeviceClasses (:data:`CAUGHT_BY`), and the reference controller's faults only
+   an Accelerators run shows (:data:`REFERENCE_CAUGHT_BY`), run as variants the way
+   test_self_validation.py runs its own: every target non-conformant, a record in
+   reports/self-validation/.
 2. Bad input: a malformed capability file, an Accelerators run without one, and a non-fake driver
    on the embedded cluster are refused before any cluster starts (exit 2, one clear message).
 
@@ -13,6 +17,7 @@ the module runs in the pass where tests start clusters of their own.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -23,6 +28,10 @@ import yaml
 from conformance.cluster.local.provider import LocalProvider
 from conformance.framework import catalog, report
 from conformance.runner import EXIT_USAGE, RunOptions, fake_capability_files, run
+from fake_devices.drivers import FAULTS as DEVICE_FAULTS
+from kthena_ref.faults import FAULTS
+from tests.integration.kept_runs import WAIT_OVERRIDES
+from tests.integration.test_self_validation import VARIANTS_DIR
 
 pytestmark = [pytest.mark.serial, pytest.mark.own_controller, pytest.mark.slow]
 
@@ -53,7 +62,30 @@ def outcomes(data: dict[str, Any]) -> dict[str, str]:
 
 
 # the publisher's faults -> the behaviours that catch them (the kubelet plugin's: test_real_node_variants.py)
-CAUGHT_BY = {"device-count-off-by-one": ["accelerators/resource-slices/device-count"]}
+CAUGHT_BY: dict[str, list[str]] = {
+    "device-count-off-by-one": ["accelerators/resource-slices/device-count"],
+    "device-class-missing": ["accelerators/device-class/exists"],
+    "model-attribute-dropped": ["accelerators/resource-slices/attributes"],
+    # one allocatable device per node: the 2-device claim, the 4 Pods of one-device-per-pod and the Pods asking
+    # for every free device stay Pending (what frees the devices is kube-controller-manager's, not the driver's)
+    "device-class-first-device-only": [
+        "accelerators/scheduling/multi-device-claim",
+        "accelerators/scheduling/devices-freed",
+        "accelerators/scheduling/exclusive-devices",
+        "accelerators/scheduling/one-device-per-pod",
+    ],
+    # a node has one device more than it declares: the Pod past the free devices and the claim past the most on a
+    # node both get a device
+    "spare-device-published": [
+        "accelerators/scheduling/exclusive-devices",
+        "accelerators/scheduling/unsatisfiable-claim-pending",
+    ],
+}
+# The reference controller's faults only an Accelerators run shows: they need the device node pools and the fake
+# drivers, a cluster of their own (self-validation's kept cluster has neither), so their variants run here.
+REFERENCE_CAUGHT_BY: dict[str, list[str]] = {
+    "resource-claims-dropped": ["accelerators/scheduling/one-device-per-pod"],
+}
 
 
 def test_the_suite_catches_a_driver_publishing_the_wrong_device_count(tmp_path: Path) -> None:
@@ -74,6 +106,51 @@ def test_the_suite_catches_a_driver_publishing_the_wrong_device_count(tmp_path: 
     assert data["accelerators"]["faults"] == ["device-count-off-by-one"]
     assert data["profiles"][0]["verdict"] == "failure" and data["exitCode"] == 1
     assert report.verify(tmp_path / "conformance-report.json", digest=catalog.suite_digest()) == []
+
+
+VARIANTS = [
+    *((fault, False) for fault in sorted(CAUGHT_BY) if fault != "device-count-off-by-one"),  # the test above
+    *((fault, True) for fault in sorted(REFERENCE_CAUGHT_BY)),
+]
+
+
+@pytest.mark.parametrize(("fault", "reference"), VARIANTS, ids=[fault for fault, _ in VARIANTS])
+def test_the_suite_catches_a_broken_variant(fault: str, reference: bool, tmp_path: Path) -> None:
+    """Like test_self_validation.py's variants (the same waits as the control run, only the targets
+    run, every target non-conformant, a record in reports/self-validation/), on a cluster of its
+    own: a fake driver's fault is read when the cluster's drivers start."""
+    targets = (REFERENCE_CAUGHT_BY if reference else CAUGHT_BY)[fault]
+    broken = {"reference_faults": [fault]} if reference else {"fake_device_faults": [fault]}
+    data = accelerators(
+        tmp_path,
+        f"accel-variant-{VARIANTS.index((fault, reference))}-{os.getpid()}",
+        ids=targets,
+        timeouts=WAIT_OVERRIDES,
+        await_namespace_removal=False,
+        **broken,
+    )
+    outcomes = {t["id"]: t["outcome"] for t in data["tests"] if t["outcome"] != "skipped-by-user"}
+    caught = sorted(i for i in targets if outcomes.get(i) == "non-conformant")
+    VARIANTS_DIR.mkdir(parents=True, exist_ok=True)
+    record = {
+        "fault": fault,
+        "description": (FAULTS if reference else DEVICE_FAULTS)[fault],
+        "caught": bool(caught),
+        "by": caught,
+        "caughtAs": {i: outcomes[i] for i in caught},
+        "alsoBroken": sorted(i for i, o in outcomes.items() if o == "non-conformant" and i not in caught),
+        "outcomes": outcomes,
+        "seconds": data["run"]["durationSeconds"],
+    }
+    (VARIANTS_DIR / f"{fault}.json").write_text(json.dumps(record, indent=2) + "\n")
+    messages = {t["id"]: t["message"][:600] for t in data["tests"] if t["outcome"] != "skipped-by-user"}
+    missed = sorted(set(targets) - set(caught))
+    assert not missed, f"fault {fault!r} was not caught by {missed}; outcomes: {outcomes}; messages: {messages}"
+    assert data["verdict"] == "failure" and data["exitCode"] == 1, (data["verdict"], data["exitCode"])
+    if reference:
+        assert data["implementation"]["faults"] == [fault]
+    else:
+        assert data["accelerators"]["faults"] == [fault]
 
 
 @pytest.mark.parametrize(

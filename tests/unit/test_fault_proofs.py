@@ -4,7 +4,8 @@ A behaviour is proven when a deliberate fault (of the reference controller, or o
 lists it as a target: self-validation then requires that fault's variant to make it come out
 non-conformant (or ``warning`` for a SHOULD). The fault tables live beside the variants that run
 them: ``CAUGHT_BY`` and ``REAL_NODE_CAUGHT_BY`` in ``tests/integration/test_self_validation.py``,
-``CAUGHT_BY`` in ``tests/integration/test_accelerators_profile.py`` (fake-driver faults) and
+``CAUGHT_BY`` and ``REFERENCE_CAUGHT_BY`` in ``tests/integration/test_accelerators_profile.py`` (fake-driver
+faults, and reference faults only an Accelerators run shows) and
 ``DEVICE_CAUGHT_BY`` in ``tests/integration/test_real_node_variants.py`` (driver faults only a real
 kubelet shows).
 
@@ -20,6 +21,7 @@ import fnmatch
 
 from conformance.framework.catalog import collect
 from tests.integration.test_accelerators_profile import CAUGHT_BY as DRIVER_CAUGHT_BY
+from tests.integration.test_accelerators_profile import REFERENCE_CAUGHT_BY as ACCELERATOR_REFERENCE_CAUGHT_BY
 from tests.integration.test_real_node_variants import DEVICE_CAUGHT_BY
 from tests.integration.test_self_validation import CAUGHT_BY, REAL_NODE_CAUGHT_BY
 
@@ -27,59 +29,12 @@ TABLES: dict[str, dict[str, list[str]]] = {
     "test_self_validation.CAUGHT_BY": CAUGHT_BY,
     "test_self_validation.REAL_NODE_CAUGHT_BY": REAL_NODE_CAUGHT_BY,
     "test_accelerators_profile.CAUGHT_BY": DRIVER_CAUGHT_BY,
+    "test_accelerators_profile.REFERENCE_CAUGHT_BY": ACCELERATOR_REFERENCE_CAUGHT_BY,
     "test_real_node_variants.DEVICE_CAUGHT_BY": DEVICE_CAUGHT_BY,
 }
 
-PENDING = "no fault variant targets it yet"
-
 # behaviour id -> why no fault variant proves it can fail
-NOT_YET_PROVEN: dict[str, str] = {
-    "core/admission/max-unavailable-zero-needs-surge": PENDING,
-    "core/admission/revision-history-limit-minimum": PENDING,
-    "core/admission/role-name-max-length": PENDING,
-    "core/admission/role-name-pattern": PENDING,
-    "core/admission/role-name-unique": PENDING,
-    "core/admission/roles-item-count": PENDING,
-    "core/recovery/none-deleted-pod": PENDING,
-    "core/role/replicas-change": PENDING,
-    "core/scale/subresource-up": PENDING,
-    "core/servinggroup/pods-created": PENDING,
-    "core/servinggroup/scale-down-whole-groups": PENDING,
-    "plugins/demo-pod-tweaks/annotations-merged": PENDING,
-    "plugins/demo-pod-tweaks/runtime-class-name": PENDING,
-    "plugins/demo-pod-tweaks/scope-target-entry": PENDING,
-    "plugins/framework/duplicate-name-rejected": PENDING,
-    "plugins/immutability/equivalent-type-accepted": PENDING,
-    "dns/scope/no-worker-template": PENDING,
-    "dns/scope/target-all-only": PENDING,
-    "dns/services/auxiliary": PENDING,
-    "rollout/coordination/immutable": PENDING,
-    "rollout/role/admission": PENDING,
-    "rollout/role/max-surge": PENDING,
-    "rollout/role/max-unavailable": PENDING,
-    "rollout/role/max-unavailable-percent-of-role": PENDING,
-    "rollout/role/partition": PENDING,
-    "rollout/sg/max-unavailable": PENDING,
-    "rollout/sg/retarget-mid-rollout": PENDING,
-    "inplace/progress-deadline-minimum": PENDING,
-    "gang/admission/gang-policy-not-removable": PENDING,
-    "gang/admission/min-role-replicas-immutable": PENDING,
-    "gang/admission/min-role-replicas-keys-name-roles": PENDING,
-    "gang/podgroup/min-member": PENDING,
-    "gang/podgroup/min-member-without-gang-policy": PENDING,
-    "gang/podgroup/min-task-member": PENDING,
-    "gang/podgroup/network-topology": PENDING,
-    "gang/podgroup/one-per-servinggroup": PENDING,
-    "gang/podgroup/queue": PENDING,
-    "gang/podgroup/scale": PENDING,
-    "accelerators/device-class/exists": PENDING,
-    "accelerators/resource-slices/attributes": PENDING,
-    "accelerators/scheduling/devices-freed": PENDING,
-    "accelerators/scheduling/exclusive-devices": PENDING,
-    "accelerators/scheduling/multi-device-claim": PENDING,
-    "accelerators/scheduling/one-device-per-pod": PENDING,
-    "accelerators/scheduling/unsatisfiable-claim-pending": PENDING,
-}
+NOT_YET_PROVEN: dict[str, str] = {}
 
 
 def _targets() -> dict[str, str]:

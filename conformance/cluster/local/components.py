@@ -15,6 +15,7 @@ the control plane like the other components: :func:`dns_component`, :func:`coref
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -488,7 +489,7 @@ def fake_devices_objects(drivers: list[str], *, kubelet_plugins: bool = False) -
     Nodes, own ResourceSlices: the rules of fake-devices/deploy/rbac.yaml; read ResourceClaims too
     when ``kubelet_plugins`` run on real nodes) and the drivers' DeviceClasses, as (collection
     path, object) pairs to POST."""
-    from fake_devices.drivers import get_driver
+    from fake_devices.drivers import FAULT_ENV, device_classes, parse_faults
 
     rbac = "/apis/rbac.authorization.k8s.io/v1"
     claims = [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]}]
@@ -521,7 +522,9 @@ def fake_devices_objects(drivers: list[str], *, kubelet_plugins: bool = False) -
             },
         ),
     ]
-    objects += [("/apis/resource.k8s.io/v1/deviceclasses", get_driver(key).device_class()) for key in drivers]
+    # a broken variant's faults (self-validation) reach the classes as they reach the publishers: the environment
+    faults = parse_faults(os.environ.get(FAULT_ENV))
+    objects += [("/apis/resource.k8s.io/v1/deviceclasses", dc) for dc in device_classes(drivers, faults)]
     return objects
 
 

@@ -86,14 +86,17 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
         probe_deadline_deletions("ServingGroupRecreate"),
         sorted([WORKER, OTHER]),
         [WORKER],
-        (*STUCK, "no-recovery"),  # no-recovery: the policy taken for None
+        # no-recovery: the policy taken for None; worker-template-ignored: a's worker runs a's entryTemplate, so
+        # it is patched to the image it never runs too
+        (*STUCK, "no-recovery", "worker-template-ignored"),
     ),
     (
         "deadline-role-recreate-pod-only",
         probe_deadline_deletions("RoleRecreate"),
         [WORKER],
         [ENTRY],
-        (*STUCK, "no-recovery", "role-recreate-rebuilds-group"),  # None's scope, or the whole group's
+        # None's scope, or the whole group's; worker-template-ignored: a's worker is stuck on a's entry image too
+        (*STUCK, "no-recovery", "role-recreate-rebuilds-group", "worker-template-ignored"),
     ),
     ("deadline-none-recreates-role", probe_deadline_deletions("None"), [], [WORKER], NOT_IN_PLACE),
     ("progress-deadline-applies-to-recreate", probe_recreate_deadline, [], ["ProgressDeadlineExceeded"], ()),

@@ -263,9 +263,15 @@ CASES: list[Row] = [
         probe_scope_roles_with_target,
         ["ms-0-a-0-0"],
         ["ms-0-a-0-0", "ms-0-b-0-0"],
-        (),
+        ("scope-target-entry-ignored",),  # the Entry target also reaches a's worker
     ),
-    ("scope-empty-roles-match-none", probe_scope_empty_roles, ["ms-0-r-0-0"], [], ()),
+    (  # scope-target-entry-ignored: the Entry target also reaches the worker
+        "scope-empty-roles-match-none",
+        probe_scope_empty_roles,
+        ["ms-0-r-0-0"],
+        [],
+        ("scope-target-entry-ignored",),
+    ),
     ("scope-target-all-entry-only", probe_scope_target_all, ["ms-0-r-0-0", "ms-0-r-0-1"], ["ms-0-r-0-0"], ()),
     ("recreated-pods-skip-plugins", probe_recreated_pods, "yes", "None", ()),
     (
@@ -306,9 +312,21 @@ CASES: list[Row] = [
     ("services-recreated-on-resync", probe_services_resync, [], ["ms-0-r-0", "ms-0-r-0-0"], ()),
     ("services-kept-on-group-removal", probe_group_removal, 1, 0, ()),
     ("services-kept-on-role-scale-down", probe_role_scale_down, 1, 0, ()),
-    ("terminating-service-blocks-role", probe_terminating_service, ["ms-0-r-0-1"], [], ()),
+    (  # terminating-service-rebuilds-instance: the instance is rebuilt, so its worker waits for its entry to go
+        "terminating-service-blocks-role",
+        probe_terminating_service,
+        ["ms-0-r-0-1"],
+        [],
+        ("terminating-service-rebuilds-instance",),
+    ),
     ("service-ownership-unchecked", probe_foreign_service, [], ["ms-0-r-1-0"], ()),
     ("legacy-dns-on-recreated-pods", probe_legacy_dns, None, "ms-0-r-0", ("omitted-plugins-implicit-headless",)),
     ("failed-service-delete-not-retried", probe_failed_delete, 1, 0, ("services-kept-on-group-removal",)),
-    ("role-deletion-waits-for-services", probe_role_deletion_waits, 2, 0, ("services-kept-on-group-removal",)),
+    (  # scale-down-keeps-worker-pods: the removed group's worker is not deleted either
+        "role-deletion-waits-for-services",
+        probe_role_deletion_waits,
+        2,
+        0,
+        ("services-kept-on-group-removal", "scale-down-keeps-worker-pods"),
+    ),
 ]

@@ -83,7 +83,13 @@ def probe_pod_template_list_maps() -> dict[str, Any]:
 CASES: list[Row] = [
     # Core
     # (a Role's replicas in the revision make a scale-down a rollout: another choice of instances)
-    ("role-scale-down-highest-index", probe_role_scale_down, ["ms-0-r-1-0"], ["ms-0-r-2-0"], ("replicas-in-revision",)),
+    (  # role-scale-down-ignored: no instance goes at all
+        "role-scale-down-highest-index",
+        probe_role_scale_down,
+        ["ms-0-r-1-0"],
+        ["ms-0-r-2-0"],
+        ("replicas-in-revision", "role-scale-down-ignored"),
+    ),
     (
         "pod-template-list-maps-enforced",
         probe_pod_template_list_maps,
