@@ -143,6 +143,7 @@ def _unwrap(annotation: Any) -> tuple[Any, list[Any], bool]:
 
 def _constraints(metadata: list[Any], schema: dict[str, Any]) -> None:
     is_array = schema.get("type") == "array"
+    is_map = schema.get("type") == "object" and "additionalProperties" in schema
     for item in metadata:
         if isinstance(item, FieldInfo):
             _constraints(list(item.metadata), schema)
@@ -154,9 +155,9 @@ def _constraints(metadata: list[Any], schema: dict[str, Any]) -> None:
         elif isinstance(item, annotated_types.Le):
             schema["maximum"] = item.le
         elif isinstance(item, annotated_types.MinLen):
-            schema["minItems" if is_array else "minLength"] = item.min_length
+            schema["minItems" if is_array else "minProperties" if is_map else "minLength"] = item.min_length
         elif isinstance(item, annotated_types.MaxLen):
-            schema["maxItems" if is_array else "maxLength"] = item.max_length
+            schema["maxItems" if is_array else "maxProperties" if is_map else "maxLength"] = item.max_length
         elif hasattr(item, "pattern") and getattr(item, "pattern", None):
             schema["pattern"] = item.pattern
         if hasattr(item, "min_length") and type(item).__name__ == "StringConstraints":
