@@ -15,8 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from .autoscaling import KIND, PLURAL, AutoscalingPolicySpec, AutoscalingPolicyStatus
-from .crd import model_schema
-from .types import GROUP, VERSION
+from .crd import definition, model_schema
 
 ONE_BACKEND = {
     "rule": "has(self.pod) != has(self.prometheus)",
@@ -60,35 +59,5 @@ def crd() -> dict[str, Any]:
         _node(spec, *sources)["x-kubernetes-validations"] = [ONE_BACKEND]
     _node(spec, "disaggregatedTarget")["x-kubernetes-validations"] = [RATIO_ROLES]
     status = model_schema(AutoscalingPolicyStatus, f"{PLURAL}:status")
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{PLURAL}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "names": {"kind": KIND, "listKind": f"{KIND}List", "plural": PLURAL, "singular": KIND.lower()},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": VERSION,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "description": "AutoscalingPolicy scales ModelServings (or their Roles) on metrics.",
-                            "properties": {
-                                "apiVersion": {"type": "string"},
-                                "kind": {"type": "string"},
-                                "metadata": {"type": "object"},
-                                "spec": spec,
-                                "status": status,
-                            },
-                            "required": ["spec"],
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    description = "AutoscalingPolicy scales ModelServings (or their Roles) on metrics."
+    return definition(KIND, PLURAL, spec, status, description, version={"subresources": {"status": {}}})

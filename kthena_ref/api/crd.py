@@ -272,18 +272,48 @@ def crd() -> dict[str, Any]:
     status.pop("required", None)
     for prop in status["properties"].values():
         prop.pop("default", None)  # the controller writes status; defaults would hide omissions
+    version: dict[str, Any] = {
+        "additionalPrinterColumns": PRINTER_COLUMNS,
+        "subresources": {
+            "status": {},
+            "scale": {
+                "specReplicasPath": ".spec.replicas",
+                "statusReplicasPath": ".status.replicas",
+                # the fault scale-selector-unpublished: /scale reports no selector
+                **({} if faults.active("scale-selector-unpublished") else SCALE_SELECTOR),
+            },
+        },
+    }
+    names = {"shortNames": ["ms"]}
+    description = "ModelServing runs LLM inference as ServingGroups of Roles."
+    return definition(KIND, PLURAL, spec, status, description, names=names, version=version)
+
+
+def definition(
+    kind: str,
+    plural: str,
+    spec: dict[str, Any],
+    status: dict[str, Any],
+    description: str,
+    *,
+    names: dict[str, Any] | None = None,
+    version: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A namespaced CustomResourceDefinition of this API group with one served, stored version:
+    ``spec`` and ``status`` schemas, extra ``names`` (shortNames) and ``version`` keys
+    (subresources, printer columns)."""
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{PLURAL}.{GROUP}"},
+        "metadata": {"name": f"{plural}.{GROUP}"},
         "spec": {
             "group": GROUP,
             "names": {
-                "kind": KIND,
-                "listKind": f"{KIND}List",
-                "plural": PLURAL,
-                "singular": KIND.lower(),
-                "shortNames": ["ms"],
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+                **(names or {}),
             },
             "scope": "Namespaced",
             "versions": [
@@ -291,20 +321,11 @@ def crd() -> dict[str, Any]:
                     "name": VERSION,
                     "served": True,
                     "storage": True,
-                    "additionalPrinterColumns": PRINTER_COLUMNS,
-                    "subresources": {
-                        "status": {},
-                        "scale": {
-                            "specReplicasPath": ".spec.replicas",
-                            "statusReplicasPath": ".status.replicas",
-                            # the fault scale-selector-unpublished: /scale reports no selector
-                            **({} if faults.active("scale-selector-unpublished") else SCALE_SELECTOR),
-                        },
-                    },
+                    **(version or {}),
                     "schema": {
                         "openAPIV3Schema": {
                             "type": "object",
-                            "description": "ModelServing runs LLM inference as ServingGroups of Roles.",
+                            "description": description,
                             "properties": {
                                 "apiVersion": {"type": "string"},
                                 "kind": {"type": "string"},

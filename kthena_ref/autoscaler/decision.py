@@ -35,6 +35,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
+from ..api.autoscaling import PanicPolicy, SelectPolicy, StablePolicy
+
 STABLE_WINDOW_SECONDS = 60.0
 PERIOD_SECONDS = 15.0
 PANIC_HOLD_SECONDS = 60.0
@@ -45,27 +47,10 @@ class Mode(enum.StrEnum):
     PANIC = "Panic"
 
 
-class Select(enum.StrEnum):
-    OR = "Or"
-    AND = "And"
-
-
-@dataclass(frozen=True)
-class StablePolicy:
-    instances: int = 1
-    percent: int = 100
-    select: Select = Select.OR
-
-
-@dataclass(frozen=True)
-class PanicPolicy:
-    percent: int = 1000
-    threshold_percent: int = 200
-
-
 @dataclass(frozen=True)
 class Policy:
-    """What the decision needs of an AutoscalingPolicy for one unit (defaults are the API's)."""
+    """What the decision needs of an AutoscalingPolicy for one unit (defaults are the API's; the
+    behaviour's parts are the API types themselves)."""
 
     min_replicas: int
     max_replicas: int
@@ -143,7 +128,7 @@ def _panics(current: int, need: Decimal, panic: PanicPolicy) -> bool:
     """A metric exceeds ``threshold_percent`` of what ``current`` replicas are sized for."""
     if current == 0:
         return need > 0  # any load exceeds every percentage of nothing
-    return need * 100 > Decimal(current) * panic.threshold_percent
+    return need * 100 > Decimal(current) * panic.panic_threshold_percent
 
 
 def _panic_step(current: int, desired: int, panic: PanicPolicy) -> int:
@@ -156,10 +141,10 @@ def _panic_step(current: int, desired: int, panic: PanicPolicy) -> int:
 def _up_limit(current: int, history: tuple[tuple[float, int], ...], policy: StablePolicy) -> int:
     base = min([current, *(r for _, r in history)])
     steps = (base + policy.instances, base + base * policy.percent // 100)
-    return max(steps) if policy.select is Select.OR else min(steps)
+    return max(steps) if policy.select_policy is SelectPolicy.OR else min(steps)
 
 
 def _down_limit(current: int, history: tuple[tuple[float, int], ...], policy: StablePolicy) -> int:
     base = max([current, *(r for _, r in history)])
     steps = (base - policy.instances, base - base * policy.percent // 100)
-    return min(steps) if policy.select is Select.OR else max(steps)
+    return min(steps) if policy.select_policy is SelectPolicy.OR else max(steps)

@@ -17,7 +17,6 @@ the module runs in the pass where tests start clusters of their own.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from conformance.runner import EXIT_USAGE, RunOptions, fake_capability_files, ru
 from fake_devices.drivers import FAULTS as DEVICE_FAULTS
 from kthena_ref.faults import FAULTS
 from tests.integration.kept_runs import WAIT_OVERRIDES
-from tests.integration.test_self_validation import VARIANTS_DIR
+from tests.integration.variant_records import judge_variant
 
 pytestmark = [pytest.mark.serial, pytest.mark.own_controller, pytest.mark.slow]
 
@@ -129,23 +128,11 @@ def test_the_suite_catches_a_broken_variant(fault: str, reference: bool, tmp_pat
         await_namespace_removal=False,
         **broken,
     )
-    outcomes = {t["id"]: t["outcome"] for t in data["tests"] if t["outcome"] != "skipped-by-user"}
-    caught = sorted(i for i in targets if outcomes.get(i) == "non-conformant")
-    VARIANTS_DIR.mkdir(parents=True, exist_ok=True)
-    record = {
-        "fault": fault,
-        "description": (FAULTS if reference else DEVICE_FAULTS)[fault],
-        "caught": bool(caught),
-        "by": caught,
-        "caughtAs": {i: outcomes[i] for i in caught},
-        "alsoBroken": sorted(i for i, o in outcomes.items() if o == "non-conformant" and i not in caught),
-        "outcomes": outcomes,
-        "seconds": data["run"]["durationSeconds"],
-    }
-    (VARIANTS_DIR / f"{fault}.json").write_text(json.dumps(record, indent=2) + "\n")
-    messages = {t["id"]: t["message"][:600] for t in data["tests"] if t["outcome"] != "skipped-by-user"}
-    missed = sorted(set(targets) - set(caught))
-    assert not missed, f"fault {fault!r} was not caught by {missed}; outcomes: {outcomes}; messages: {messages}"
+    verdict = judge_variant(fault, (FAULTS if reference else DEVICE_FAULTS)[fault], data, targets)
+    assert not verdict.missed, (
+        f"fault {fault!r} was not caught by {verdict.missed}; outcomes: {verdict.outcomes}; "
+        f"messages: {verdict.messages}"
+    )
     assert data["verdict"] == "failure" and data["exitCode"] == 1, (data["verdict"], data["exitCode"])
     if reference:
         assert data["implementation"]["faults"] == [fault]

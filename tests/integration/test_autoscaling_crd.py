@@ -15,15 +15,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from filelock import FileLock
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from conformance.cluster.testing import shared_dir
-from conformance.framework.waits import wait_for
 from kthena_ref.api.autoscaling import KIND, PLURAL
 from kthena_ref.api.autoscaling_crd import crd
 from kthena_ref.api.types import GROUP, VERSION
+from tests.integration.crds import install_crd
 
 pytestmark = pytest.mark.cluster
 
@@ -32,28 +31,7 @@ PROMETHEUS = {"prometheus": {"serverURL": "http://prometheus:9090", "query": "su
 
 @pytest.fixture(scope="session")
 def autoscaling_crd(api_client: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
-    ext = client.ApiextensionsV1Api(api_client)
-    body = crd()
-    name = body["metadata"]["name"]
-    with FileLock(str(shared_dir(tmp_path_factory) / "autoscalingpolicy-crd.lock")):
-        try:
-            ext.create_custom_resource_definition(body)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
-
-            def replace() -> object:
-                current = ext.read_custom_resource_definition(name)
-                body["metadata"]["resourceVersion"] = current.metadata.resource_version
-                return ext.replace_custom_resource_definition(name, body)
-
-            wait_for(f"CRD {name} replaced", replace)
-
-    def established() -> bool:
-        got = ext.read_custom_resource_definition(name)
-        return any(c.type == "Established" and c.status == "True" for c in got.status.conditions or [])
-
-    wait_for(f"CRD {name} Established", established)
+    install_crd(api_client, crd(), shared_dir(tmp_path_factory) / "autoscalingpolicy-crd.lock")
 
 
 @pytest.fixture

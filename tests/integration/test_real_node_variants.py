@@ -22,7 +22,6 @@ without it. Records go to ``reports/self-validation/<fault>.json`` like the othe
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,7 +40,8 @@ from fake_devices.drivers import FAULTS as DEVICE_FAULTS
 from kthena_ref.faults import FAULTS
 from tests.integration.kept_runs import WAIT_OVERRIDES
 from tests.integration.real_nodes import require_host, snapshot
-from tests.integration.test_self_validation import CAUGHT_BY, REAL_NODE_CAUGHT_BY, VARIANTS_DIR
+from tests.integration.test_self_validation import CAUGHT_BY, REAL_NODE_CAUGHT_BY
+from tests.integration.variant_records import judge_variant
 
 pytestmark = [pytest.mark.serial, pytest.mark.slow, pytest.mark.self_validation]
 
@@ -105,32 +105,17 @@ def _variant(
                    real_nodes=True, ids=targets, timeouts=WAIT_OVERRIDES, workers=1, await_namespace_removal=False,
                    **options)
     ).report  # fmt: skip
-    outcomes = {t["id"]: t["outcome"] for t in data["tests"] if t["outcome"] != "skipped-by-user"}
-    caught = sorted(i for i in targets if outcomes.get(i) == "non-conformant")
-    VARIANTS_DIR.mkdir(parents=True, exist_ok=True)
-    entry = {
-        "fault": fault,
-        "description": description,
-        "caught": bool(caught),
-        "by": caught,
-        "caughtAs": {i: outcomes[i] for i in caught},
-        "alsoBroken": sorted(i for i, o in outcomes.items() if o == "non-conformant" and i not in caught),
-        "outcomes": outcomes,
-        "seconds": data["run"]["durationSeconds"],
-        "realNodes": True,
-    }
-    if record:  # the kwok-only variant's record stays the fault's record
-        (VARIANTS_DIR / f"{fault}.json").write_text(json.dumps(entry, indent=2) + "\n")
+    # the kwok-only variant's record stays the fault's record unless ``record``
+    verdict = judge_variant(fault, description, data, targets, write=record, realNodes=True)
+    outcomes, caught, messages = verdict.outcomes, verdict.caught, verdict.messages
     observed = {t["id"]: t.get("observed") or "" for t in data["tests"] if t["id"] in targets}
     # a broken variant may fail before its Pods run (nothing observed yet), never on the simulated path
     assert not any(o.startswith("simulated") for o in observed.values()), f"simulated, not real: {observed}"
-    messages = {t["id"]: t["message"][:600] for t in data["tests"] if t["outcome"] != "skipped-by-user"}
     assert caught, (
         f"no test noticed fault {fault!r} ({description}); outcomes: {outcomes}; messages: {messages}; "
         f"run error: {data.get('error')}"
     )
-    missed = sorted(set(targets) - set(caught))
-    assert not missed, f"fault {fault!r} ({description}) was not caught by {missed}; messages: {messages}"
+    assert not verdict.missed, f"fault {fault!r} ({description}) was not caught by {verdict.missed}; {messages}"
     assert data["verdict"] == "failure" and data["exitCode"] == 1, (data["verdict"], data["exitCode"])
     assert any("real nodes: yes" in n for n in data["notes"]), data["notes"]
 

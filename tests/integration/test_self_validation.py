@@ -25,7 +25,6 @@ goes to ``reports/self-validation/<fault>.json``; ``tests/conftest.py`` sums the
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,11 +34,10 @@ import pytest
 from conformance.framework.catalog import collect
 from kthena_ref.faults import FAULTS
 from tests.integration.kept_runs import WAIT_OVERRIDES, kept_cluster, kept_run
+from tests.integration.variant_records import judge_variant
 
 pytestmark = [pytest.mark.serial, pytest.mark.own_controller, pytest.mark.slow, pytest.mark.self_validation]
 
-REPORTS = Path(__file__).resolve().parents[2] / "reports"
-VARIANTS_DIR = REPORTS / "self-validation"
 
 # fault -> behaviour ids (patterns) expected to come out non-conformant
 CAUGHT_BY: dict[str, list[str]] = {
@@ -358,28 +356,13 @@ def test_the_suite_catches_a_broken_variant(fault: str, variant_cluster: str, tm
         workers=2 if EXHAUSTIVE else 1,
         await_namespace_removal=False,  # the next variant on this cluster need not wait for them
     )
-    outcomes = {t["id"]: t["outcome"] for t in data["tests"] if t["outcome"] != "skipped-by-user"}
-    # A SHOULD (or MAY) target that does not hold comes out `warning`, not non-conformant: caught too.
-    broken = sorted(i for i, o in outcomes.items() if o in ("non-conformant", "warning"))
-    caught = [i for i in broken if any(fnmatch.fnmatchcase(i, pattern) for pattern in CAUGHT_BY[fault])]
-    VARIANTS_DIR.mkdir(parents=True, exist_ok=True)
-    record = {
-        "fault": fault,
-        "description": FAULTS[fault],
-        "caught": bool(caught),
-        "by": caught,
-        "caughtAs": {i: outcomes[i] for i in caught},  # non-conformant, or warning for a SHOULD/MAY target
-        "alsoBroken": sorted(set(broken) - set(caught)),
-        "outcomes": outcomes,
-        "seconds": data["run"]["durationSeconds"],
-    }
-    (VARIANTS_DIR / f"{fault}.json").write_text(json.dumps(record, indent=2) + "\n")
-    messages = {t["id"]: t["message"][:400] for t in data["tests"] if t["outcome"] != "skipped-by-user"}
+    verdict = judge_variant(fault, FAULTS[fault], data, CAUGHT_BY[fault])
+    outcomes, caught, messages = verdict.outcomes, verdict.caught, verdict.messages
     assert caught, f"no test noticed fault {fault!r} ({FAULTS[fault]}); outcomes: {outcomes}; messages: {messages}"
     # Every target must fail: a row is the proof that each behaviour in it is able to fail.
-    missed = [p for p in CAUGHT_BY[fault] if not any(fnmatch.fnmatchcase(i, p) for i in caught)]
-    assert not missed, (
-        f"fault {fault!r} ({FAULTS[fault]}) was not caught by {missed}; outcomes: {outcomes}; messages: {messages}"
+    assert not verdict.missed, (
+        f"fault {fault!r} ({FAULTS[fault]}) was not caught by {verdict.missed}; outcomes: {outcomes}; "
+        f"messages: {messages}"
     )
     if any(outcomes[i] == "non-conformant" for i in caught):  # a warning alone never fails a run
         assert data["verdict"] == "failure" and data["exitCode"] == 1, (data["verdict"], data["exitCode"])

@@ -12,16 +12,14 @@ from decimal import Decimal
 
 import pytest
 
+from kthena_ref.api.autoscaling import PanicPolicy, SelectPolicy, StablePolicy
 from kthena_ref.autoscaler.decision import (
     PANIC_HOLD_SECONDS,
     PERIOD_SECONDS,
     STABLE_WINDOW_SECONDS,
     Memory,
     Mode,
-    PanicPolicy,
     Policy,
-    Select,
-    StablePolicy,
     decide,
 )
 
@@ -71,23 +69,34 @@ ROWS = {
     # stable policy: Or takes the larger step, And the smaller (defaults: 1 instance, 100%, Or)
     "default-up-doubles": Row(4, policy(**NO_PANIC), {"rps": D(200)}, 8),
     "up-and-takes-the-smaller": Row(
-        4, policy(scale_up=StablePolicy(1, 100, Select.AND), **NO_PANIC), {"rps": D(200)}, 5
+        4,
+        policy(scale_up=StablePolicy(instances=1, percent=100, selectPolicy=SelectPolicy.AND), **NO_PANIC),
+        {"rps": D(200)},
+        5,
     ),
-    "up-or-instances-larger": Row(4, policy(scale_up=StablePolicy(6, 50), **NO_PANIC), {"rps": D(200)}, 10),
-    "down-or-takes-the-larger-step": Row(10, policy(scale_down=StablePolicy(1, 50)), {"rps": D(20)}, 5),
-    "down-and-takes-the-smaller-step": Row(10, policy(scale_down=StablePolicy(1, 50, Select.AND)), {"rps": D(20)}, 9),
-    "down-zero-instances-and-blocks": Row(10, policy(scale_down=StablePolicy(0, 50, Select.AND)), {"rps": D(20)}, 10),
+    "up-or-instances-larger": Row(
+        4, policy(scale_up=StablePolicy(instances=6, percent=50), **NO_PANIC), {"rps": D(200)}, 10
+    ),
+    "down-or-takes-the-larger-step": Row(
+        10, policy(scale_down=StablePolicy(instances=1, percent=50)), {"rps": D(20)}, 5
+    ),
+    "down-and-takes-the-smaller-step": Row(
+        10, policy(scale_down=StablePolicy(instances=1, percent=50, selectPolicy=SelectPolicy.AND)), {"rps": D(20)}, 9
+    ),
+    "down-zero-instances-and-blocks": Row(
+        10, policy(scale_down=StablePolicy(instances=0, percent=50, selectPolicy=SelectPolicy.AND)), {"rps": D(20)}, 10
+    ),
     "up-from-zero-one-instance": Row(0, policy(**NO_PANIC), {"rps": D(50)}, 1),
     "period-base-is-the-smallest-recent": Row(
         8,
-        policy(scale_up=StablePolicy(1, 0), **NO_PANIC),
+        policy(scale_up=StablePolicy(instances=1, percent=0), **NO_PANIC),
         {"rps": D(200)},
         8,
         memory=Memory(replicas=((NOW - PERIOD_SECONDS / 2, 6),)),
     ),
     "period-forgets-old-replicas": Row(
         8,
-        policy(scale_up=StablePolicy(1, 0), **NO_PANIC),
+        policy(scale_up=StablePolicy(instances=1, percent=0), **NO_PANIC),
         {"rps": D(200)},
         9,
         memory=Memory(replicas=((NOW - PERIOD_SECONDS - 1, 6),)),
@@ -109,12 +118,19 @@ ROWS = {
     ),
     # panic (defaults: threshold 200%, percent 1000)
     "panic-above-threshold": Row(2, policy(), {"rps": D(41)}, 5, Mode.PANIC),
-    "no-panic-at-the-threshold": Row(2, policy(scale_up=StablePolicy(1, 0)), {"rps": D(40)}, 3),
-    "panic-step-limited-by-percent": Row(2, policy(panic=PanicPolicy(100, 200)), {"rps": D(200)}, 4, Mode.PANIC),
+    "no-panic-at-the-threshold": Row(2, policy(scale_up=StablePolicy(instances=1, percent=0)), {"rps": D(40)}, 3),
+    "panic-step-limited-by-percent": Row(
+        2, policy(panic=PanicPolicy(percent=100, panicThresholdPercent=200)), {"rps": D(200)}, 4, Mode.PANIC
+    ),
     "panic-from-zero-goes-to-desired": Row(0, policy(), {"rps": D(25)}, 3, Mode.PANIC),
     "panic-never-scales-down": Row(4, policy(), {"rps": D(10)}, 4, Mode.PANIC, Memory(panic_until=NOW + 1)),
     "panic-ends-after-the-hold": Row(
-        4, policy(scale_down=StablePolicy(4, 100)), {"rps": D(10)}, 1, Mode.STABLE, Memory(panic_until=NOW - 1)
+        4,
+        policy(scale_down=StablePolicy(instances=4, percent=100)),
+        {"rps": D(10)},
+        1,
+        Mode.STABLE,
+        Memory(panic_until=NOW - 1),
     ),
     "panic-respects-max": Row(2, policy(1, 4), {"rps": D(300)}, 4, Mode.PANIC),
 }
