@@ -937,6 +937,9 @@ def sweep_command(
 
 
 def run() -> None:  # pragma: no cover - console entry with debug switch
+    from .run.signals import terminate_like_interrupt
+
+    terminate_like_interrupt()
     if os.environ.get("KTHENA_DEBUG") == "1":
         main()
     else:

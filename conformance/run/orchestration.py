@@ -39,9 +39,9 @@ import datetime as dt
 import json
 import os
 import secrets
+import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +53,7 @@ from ..cluster.paths import runs_root
 from ..cluster.provider import ClusterInfo, Progress, quiet
 from ..cluster.registry import get_provider
 from ..cluster.spec import ClusterSpec, NodePool
+from . import credentials, signals
 from .accelerators import AcceleratorPlan, device_pools, fake_device_faults, load_accelerators
 from .deploy import deploy_command, deploy_reference
 from .launch import SETTLE_SECONDS, Launch, LaunchError, crds_of
@@ -171,7 +172,8 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
     info: ClusterInfo | None = None
     controller: Any = None
     passes: list[dict[str, Any]] = []
-    secrets_dir = tempfile.TemporaryDirectory(prefix="kthena-conformance-secrets-")
+    credentials.sweep_orphans()
+    secrets_dir = credentials.make()
     report_dir = options.report_dir.resolve()
     work = report_dir / ".passes"
     try:
@@ -250,9 +252,9 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
                 passes.append(_run_pass(base, pass_name, options, work, progress, counter))
                 if passes[-1]["interrupted"]:
                     break
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interruption:
         data["run"]["interrupted"] = True
-        data["run"]["interruption"] = "interrupted (SIGINT) while running"
+        data["run"]["interruption"] = f"interrupted ({signals.name_of(interruption)}) while running"
         result.exit_code = EXIT_INTERRUPTED
     except HarnessError as exc:
         data["error"] = {"message": exc.message, "hint": exc.hint}
@@ -476,8 +478,11 @@ def _run_pass(
                 except subprocess.TimeoutExpired:
                     forward()
             forward()
-        except KeyboardInterrupt:
-            # The same SIGINT reached pytest (same process group): let it finish its report.
+        except KeyboardInterrupt as interruption:
+            # Ctrl-C reached pytest too (same process group); SIGTERM reached only this process: pass it
+            # on as Ctrl-C. Either way, let pytest finish its report.
+            if isinstance(interruption, signals.Terminated):
+                proc.send_signal(signal.SIGINT)
             try:
                 code = proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
@@ -485,6 +490,7 @@ def _run_pass(
                 code = proc.wait()
             payload = _read_pass(results, pass_name, code, log)
             payload["interrupted"] = True
+            payload["signal"] = signals.name_of(interruption)
             progress(f"{pass_name} pass interrupted after {time.monotonic() - started:.0f}s")
             return payload
     progress(f"{pass_name} pass finished in {time.monotonic() - started:.0f}s (pytest exit {code})")
@@ -530,7 +536,8 @@ def _assemble(
             by_id[r.id] = r
         if payload.get("interrupted"):
             data["run"]["interrupted"] = True
-            data["run"].setdefault("interruption", f"the {payload['pass']} pass was interrupted")
+            by = f" ({payload['signal']})" if payload.get("signal") else ""
+            data["run"].setdefault("interruption", f"the {payload['pass']} pass was interrupted{by}")
         if payload.get("crashed"):
             data["notes"].append(f"the {payload['pass']} pass ended abnormally: {payload['crashed'][-800:]}")
         if payload.get("warnings") and data.get("accelerators") is not None:

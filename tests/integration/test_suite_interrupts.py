@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,6 +93,36 @@ def test_ctrl_c_leaves_a_report_saying_so_and_no_leftovers(cluster_name: str, tm
     assert report["run"]["interrupted"] is True
     assert report["verdict"] == "error" and report["exitCode"] == 130
     assert any("interrupted" in t["message"] for t in report["tests"] if t["outcome"] == "error"), report["tests"]
+    subprocess.run([*CLI, "sweep", "--name", cluster_name], check=True, capture_output=True, timeout=180)
+    assert suite_namespaces(cluster_name) == []
+
+
+def test_sigterm_to_the_run_alone_ends_it_as_ctrl_c_does(cluster_name: str, tmp_path: Path) -> None:
+    """``kill <pid>`` (or a CI timeout) reaches only the CLI: it passes the interruption on to its
+    pytest pass, writes the report (naming SIGTERM), removes its secrets directory, exits 130."""
+    from conformance.run.credentials import PREFIX
+
+    proc = start(cluster_name, tmp_path, "core/*")
+    try:
+        wait_for(
+            "a test namespace of the run",
+            lambda: suite_namespaces(cluster_name) if (tmp_path / ".passes").exists() else [],
+            timeout=120,
+            interval=0.3,
+        )
+        secrets = sorted(Path(tempfile.gettempdir()).glob(f"{PREFIX}{proc.pid}-*"))
+        assert secrets, "the run keeps its credentials in a directory named after its pid"
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    shown = out.decode(errors="replace")
+    assert proc.returncode == 130, shown[-3000:]
+    report = json.loads((tmp_path / "conformance-report.json").read_text())
+    assert report["run"]["interrupted"] is True and "SIGTERM" in report["run"]["interruption"], report["run"]
+    assert [p for p in secrets if p.exists()] == [], "the secrets directory outlived the run"
     subprocess.run([*CLI, "sweep", "--name", cluster_name], check=True, capture_output=True, timeout=180)
     assert suite_namespaces(cluster_name) == []
 
