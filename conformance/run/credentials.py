@@ -17,6 +17,8 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from ..cluster.local.processes import pid_alive
+
 PREFIX = "kthena-conformance-secrets-"
 
 
@@ -35,16 +37,6 @@ def owner(name: str) -> int | None:
 def orphans(names: Iterable[str], alive: Callable[[int], bool]) -> list[str]:
     """The names among ``names`` whose owner is gone (pure)."""
     return sorted(n for n in names if (pid := owner(n)) is not None and not alive(pid))
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def sweep_orphans(root: Path | None = None) -> list[Path]:

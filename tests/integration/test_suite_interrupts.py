@@ -17,6 +17,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -71,22 +72,28 @@ def xdist_workers(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
     return [c for c in children if "xdist" in " ".join(c.cmdline()) or "-c" in c.cmdline()[:3]]
 
 
-def test_ctrl_c_leaves_a_report_saying_so_and_no_leftovers(cluster_name: str, tmp_path: Path) -> None:
-    proc = start(cluster_name, tmp_path, "core/*", "plugins/*")
+def interrupt_when_running(proc: subprocess.Popen[bytes], cluster: str, report_dir: Path, send: Any) -> str:
+    """Once a test of the run has a namespace, call ``send()``; the run's output (it is killed if it
+    outlives the interruption by 240 s)."""
     try:
         wait_for(
             "a test namespace of the run",
-            lambda: suite_namespaces(cluster_name) if (tmp_path / ".passes").exists() else [],
+            lambda: suite_namespaces(cluster) if (report_dir / ".passes").exists() else [],
             timeout=120,
             interval=0.3,
         )
-        os.killpg(proc.pid, signal.SIGINT)
+        send()
         out, _ = proc.communicate(timeout=240)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    shown = out.decode(errors="replace")
+    return out.decode(errors="replace")
+
+
+def test_ctrl_c_leaves_a_report_saying_so_and_no_leftovers(cluster_name: str, tmp_path: Path) -> None:
+    proc = start(cluster_name, tmp_path, "core/*", "plugins/*")
+    shown = interrupt_when_running(proc, cluster_name, tmp_path, lambda: os.killpg(proc.pid, signal.SIGINT))
     assert proc.returncode == 130, shown[-3000:]
     assert "verdict: error" in shown and "interrupted" in shown, shown[-3000:]  # what the terminal says
     report = json.loads((tmp_path / "conformance-report.json").read_text())
@@ -103,22 +110,14 @@ def test_sigterm_to_the_run_alone_ends_it_as_ctrl_c_does(cluster_name: str, tmp_
     from conformance.run.credentials import PREFIX
 
     proc = start(cluster_name, tmp_path, "core/*")
-    try:
-        wait_for(
-            "a test namespace of the run",
-            lambda: suite_namespaces(cluster_name) if (tmp_path / ".passes").exists() else [],
-            timeout=120,
-            interval=0.3,
-        )
-        secrets = sorted(Path(tempfile.gettempdir()).glob(f"{PREFIX}{proc.pid}-*"))
-        assert secrets, "the run keeps its credentials in a directory named after its pid"
+    secrets: list[Path] = []
+
+    def terminate() -> None:
+        secrets.extend(Path(tempfile.gettempdir()).glob(f"{PREFIX}{proc.pid}-*"))
         proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=240)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    shown = out.decode(errors="replace")
+
+    shown = interrupt_when_running(proc, cluster_name, tmp_path, terminate)
+    assert secrets, "the run keeps its credentials in a directory named after its pid"
     assert proc.returncode == 130, shown[-3000:]
     report = json.loads((tmp_path / "conformance-report.json").read_text())
     assert report["run"]["interrupted"] is True and "SIGTERM" in report["run"]["interruption"], report["run"]
