@@ -22,6 +22,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from ..admission.rules import FieldError, validate
 from ..api.types import GROUP, PLURAL, VERSION, ModelServing
+from ..autoscaler.loop import LOOP_SECONDS, Autoscaler
 from ..executor import Executor
 from ..planner.names import LABEL_NAME
 from ..planner.plan import Event, InstanceKey, Observed, PendingDeletion, plan
@@ -39,6 +40,8 @@ class ControllerConfig:
     workers: int = 4
     namespace: str | None = None  # None: every namespace
     resync_seconds: float = 300.0
+    autoscale: bool = True  # run the AutoscalingPolicy loop (idle while its CRD is not served)
+    autoscale_period: float = LOOP_SECONDS
 
 
 class Controller:
@@ -270,18 +273,31 @@ class Controller:
         log.info("caches synced; starting %d workers", self.config.workers)
         tasks += [asyncio.create_task(self._worker(), name=f"worker-{n}") for n in range(self.config.workers)]
         tasks.append(asyncio.create_task(self._resync(), name="resync"))
+        autoscaler_stop = asyncio.Event()
+        if self.config.autoscale:
+            autoscaler = Autoscaler(self.api, self, self.config.namespace, self.config.autoscale_period)
+            tasks.append(asyncio.create_task(autoscaler.run(autoscaler_stop), name="autoscaler"))
         try:
             if stop is None:
                 await asyncio.gather(*tasks)
             else:
                 await stop.wait()
         finally:
+            autoscaler_stop.set()
             await self.queue.shutdown()
             for task in tasks:
                 task.cancel()
             for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+
+    # -- what the autoscaler reads (its Targets protocol) -----------------------------------------
+
+    def modelserving(self, namespace: str, name: str) -> Obj | None:
+        return self.ms_informer.cache.get(f"{namespace}/{name}")
+
+    def pods(self, namespace: str, name: str) -> list[Obj]:
+        return list(self.pods_by_owner.get(f"{namespace}/{name}", {}).values())
 
     async def _resync(self) -> None:
         while True:
