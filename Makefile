@@ -43,13 +43,13 @@ conformance: binaries
 # against the behaviours it must break, on a kept cluster per worker) among them. Prints each
 # pass's time and the total.
 test: binaries
-	$(BIN)/kthena-conformance binaries build --real-nodes
+	$(BIN)/kthena-conformance binaries build --real-nodes --prometheus
 	$(BIN)/python ci/test_passes.py --workers $(WORKERS) --own-workers $(OWN_WORKERS)
 
 # The exhaustive run: as `make test`, but every broken variant runs the whole suite (faults x
 # behaviours) and reports what else it breaks. Use it when the suite's judging or the faults change.
 test-all: binaries
-	$(BIN)/kthena-conformance binaries build --real-nodes
+	$(BIN)/kthena-conformance binaries build --real-nodes --prometheus
 	$(BIN)/python ci/test_passes.py --workers $(WORKERS) --own-workers $(OWN_WORKERS) --all
 
 # Unit tests only: no Go, no cluster, a few seconds.

@@ -285,13 +285,14 @@ def binaries() -> None:
 @click.option("--force", is_flag=True, help="rebuild even when the cache is complete")
 @click.option("--real-nodes", is_flag=True, help="also build the real nodes' kubelet, containerd (with its runc shim "
               "and ctr) and crictl")  # fmt: skip
-def binaries_build(force: bool, real_nodes: bool) -> None:
+@click.option("--prometheus", is_flag=True, help="also build the Prometheus server (the autoscaling tests' metrics)")
+def binaries_build(force: bool, real_nodes: bool, prometheus: bool) -> None:
     """Build (or verify) the cached binaries; prints their directory."""
     from .cluster.binaries import BinaryCache
 
     try:
         cache = BinaryCache()
-        result = cache.ensure(force=force, progress=_progress_printer(), real_nodes=real_nodes)
+        result = cache.ensure(force=force, progress=_progress_printer(), real_nodes=real_nodes, prometheus=prometheus)
         cache.load(result.versions, deep=True)
     except HarnessError as exc:
         _fail(exc)

@@ -12,9 +12,11 @@ CoreDNS (the optional DNS server, ``gomodules/coredns``) is an *extra*: built on
 the same directory with its own recipe digest and manifest entry, never required. So are the
 real-node binaries (kubelet from the control-plane module's ``realnode/kubelet``, containerd with
 its runc shim and ``ctr`` from ``gomodules/containerd``, crictl from ``gomodules/critools``),
-built only when asked for (``ensure(real_nodes=True)``, ``binaries build --real-nodes``). A set without it
-is complete (the cluster then runs without DNS); adding, changing or failing to build it never
-invalidates the control-plane binaries.
+built only when asked for (``ensure(real_nodes=True)``, ``binaries build --real-nodes``), and
+Prometheus (``gomodules/prometheus``: its server without the service-discovery plugins, for the
+autoscaling tests' metrics), built only when asked for (``ensure(prometheus=True)``, ``binaries
+build --prometheus``). A set without them is complete (the cluster then runs without DNS);
+adding, changing or failing to build one never invalidates the control-plane binaries.
 
 A cache directory is complete only when its ``manifest.json`` exists: the build writes into a
 temporary sibling and renames it into place, so an interrupted build never looks finished. The
@@ -42,7 +44,7 @@ from filelock import FileLock
 
 from .errors import HarnessError
 from .paths import binaries_root, go_modules_root
-from .versions import CONTAINERD, COREDNS, CRICTL, FALLBACKS, PINNED, Versions
+from .versions import CONTAINERD, COREDNS, CRICTL, FALLBACKS, PINNED, PROMETHEUS, Versions, prometheus_release
 
 Progress = Callable[[str], None]
 
@@ -54,6 +56,11 @@ ALL_BINARIES = ("etcd", *CONTROL_PLANE, "kwok", "kwokctl")
 # Optional binaries built next to a set on demand; a set is complete without them.
 EXTRAS = ("coredns",)
 REAL_NODE_BINARIES = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "crictl")
+PROMETHEUS_BINARY = "prometheus"
+# Prometheus's own build tags: ``remove_all_sd`` leaves out every service-discovery plugin but the
+# file and HTTP ones (plugins/*.go; the cloud SDKs are most of a full build). Without
+# ``builtinassets`` the web UI is not embedded; the HTTP API (/api/v1/*, /-/ready) works as usual.
+PROMETHEUS_TAGS = ("remove_all_sd",)
 # How a binary prints its version when ``--version`` is not it (the runc shim uses Go's flag package).
 VERSION_ARGS: dict[str, tuple[str, ...]] = {"containerd-shim-runc-v2": ("-v",)}
 MIN_GO = (1, 26)
@@ -137,9 +144,10 @@ def go_mod_edits(module: str, versions: Versions) -> list[list[str]]:
     return [["-require", f"sigs.k8s.io/kwok@{versions.kwok}"]]
 
 
-def extras_plan(real_nodes: bool = False) -> tuple[GoBuild, ...]:
-    """The ``go build`` invocations of the optional binaries (pure): CoreDNS, and with
-    ``real_nodes`` the kubelet, containerd (its runc shim, ``ctr``) and crictl.
+def extras_plan(real_nodes: bool = False, prometheus: bool = False) -> tuple[GoBuild, ...]:
+    """The ``go build`` invocations of the optional binaries (pure): CoreDNS; with ``prometheus``
+    the Prometheus server; with ``real_nodes`` the kubelet, containerd (its runc shim, ``ctr``)
+    and crictl.
 
     CoreDNS is built from its checked-in wrapper module for every version set: it talks to the
     API server through client-go and does not follow the control plane's patch version. The
@@ -151,11 +159,14 @@ def extras_plan(real_nodes: bool = False) -> tuple[GoBuild, ...]:
         ("-s", "-w", f"-X github.com/coredns/coredns/coremain.GitCommit={COREDNS}"),
         ("coredns",),
     )
+    steps = [coredns]
+    if prometheus:
+        steps.append(prometheus_build())
     if not real_nodes:
-        return (coredns,)
+        return tuple(steps)
     containerd = "github.com/containerd/containerd/v2"
     return (
-        coredns,
+        *steps,
         GoBuild("controlplane", ("./realnode/kubelet",), tuple(kubernetes_ldflags(PINNED)), ("kubelet",)),
         GoBuild(
             "containerd",
@@ -171,6 +182,24 @@ def extras_plan(real_nodes: bool = False) -> tuple[GoBuild, ...]:
             ("crictl",),
         ),
     )
+
+
+def prometheus_build() -> GoBuild:
+    """The ``go build`` of the Prometheus server (pure): its ``cmd/prometheus`` package from the
+    wrapper module's ``tool`` dependency, without the service-discovery plugins, stamped with its
+    release (``prometheus --version`` shows it)."""
+    return GoBuild(
+        "prometheus",
+        ("github.com/prometheus/prometheus/cmd/prometheus",),
+        ("-s", "-w", f"-X github.com/prometheus/common/version.Version={prometheus_release(PROMETHEUS)}"),
+        (PROMETHEUS_BINARY,),
+        tags=PROMETHEUS_TAGS,
+    )
+
+
+def _all_extras() -> tuple[GoBuild, ...]:
+    """Every optional build, whether asked for or not: what :meth:`BinaryCache.load` recognises."""
+    return extras_plan(real_nodes=True, prometheus=True)
 
 
 def _digest_step(h: hashlib._Hash, step: GoBuild) -> None:
@@ -298,7 +327,7 @@ class BinaryCache:
                 raise self._corrupt(directory, f"manifest.json does not list {name}")
             self._verify(directory, name, entry, deep=deep)
         extras: dict[str, Path] = {}
-        for step in extras_plan(real_nodes=True):
+        for step in _all_extras():
             digest = extra_recipe_digest(step)
             for name in step.outputs:
                 entry = entries.get(name)
@@ -328,7 +357,8 @@ class BinaryCache:
                 "point KTHENA_BIN_DIR at a directory with all control-plane binaries, or unset it "
                 "to build them with `make binaries`",
             )
-        extras = {n: directory / n for n in (*EXTRAS, *REAL_NODE_BINARIES) if (directory / n).is_file()}
+        names = (*EXTRAS, PROMETHEUS_BINARY, *REAL_NODE_BINARIES)
+        extras = {n: directory / n for n in names if (directory / n).is_file()}
         return BinarySet(directory, versions, {"source": "KTHENA_BIN_DIR"}, extras)
 
     @staticmethod
@@ -350,10 +380,12 @@ class BinaryCache:
         extras: bool = True,
         retry_failed_extras: bool = True,
         real_nodes: bool = False,
+        prometheus: bool = False,
     ) -> BinarySet:
         """A verified binary set, building it (or a fallback version set) when needed.
 
-        ``extras``: also build the optional binaries (CoreDNS) the set lacks. Their failure is
+        ``extras``: also build the optional binaries (CoreDNS; with ``real_nodes`` the real
+        nodes', with ``prometheus`` the Prometheus server) the set lacks. Their failure is
         reported through ``progress`` and recorded in the manifest, never raised: the set works
         without them. ``retry_failed_extras=False`` skips an extra whose current recipe already
         failed to build here (``cluster up`` does not retry a failed build every time).
@@ -361,7 +393,11 @@ class BinaryCache:
         if not force:
             found = self.load(versions)
             if found is not None:
-                return self._ensure_extras(found, progress, retry_failed_extras, real_nodes) if extras else found
+                return (
+                    self._ensure_extras(found, progress, retry_failed_extras, real_nodes, prometheus)
+                    if extras
+                    else found
+                )
         if os.environ.get("KTHENA_BIN_DIR"):
             return self._load_override(Path(os.environ["KTHENA_BIN_DIR"]), versions)
         go = find_go()
@@ -370,7 +406,7 @@ class BinaryCache:
             built = None if force else self.load(versions)  # another process may have built it meanwhile
             if built is None:
                 built = self._build_with_fallbacks(go, versions, try_fallbacks, progress)
-        return self._ensure_extras(built, progress, retry_failed_extras, real_nodes) if extras else built
+        return self._ensure_extras(built, progress, retry_failed_extras, real_nodes, prometheus) if extras else built
 
     def _build_with_fallbacks(self, go: str, versions: Versions, try_fallbacks: bool, progress: Progress) -> BinarySet:
         candidates = [versions, *FALLBACKS] if try_fallbacks and versions == PINNED else [versions]
@@ -389,11 +425,13 @@ class BinaryCache:
     # -- optional extras ------------------------------------------------------------------------
 
     @staticmethod
-    def _missing_extras(found: BinarySet, retry_failed: bool, real_nodes: bool = False) -> list[GoBuild]:
+    def _missing_extras(
+        found: BinarySet, retry_failed: bool, real_nodes: bool = False, prometheus: bool = False
+    ) -> list[GoBuild]:
         failed = found.manifest.get("extras_failed")
         failed = failed if isinstance(failed, dict) else {}
         missing = []
-        for step in extras_plan(real_nodes):
+        for step in extras_plan(real_nodes, prometheus):
             if all(name in found.extras for name in step.outputs):
                 continue
             earlier = failed.get(step.module)
@@ -402,10 +440,12 @@ class BinaryCache:
             missing.append(step)
         return missing
 
-    def _ensure_extras(self, found: BinarySet, progress: Progress, retry_failed: bool, real_nodes: bool) -> BinarySet:
+    def _ensure_extras(
+        self, found: BinarySet, progress: Progress, retry_failed: bool, real_nodes: bool, prometheus: bool = False
+    ) -> BinarySet:
         """``found`` with its missing optional binaries built into its directory (best effort)."""
         if found.manifest.get("source") == "KTHENA_BIN_DIR" or not self._missing_extras(
-            found, retry_failed, real_nodes
+            found, retry_failed, real_nodes, prometheus
         ):
             return found
         try:
@@ -416,7 +456,7 @@ class BinaryCache:
         with FileLock(str(self.root / ".build.lock")):
             current = self.load(found.versions) or found  # another process may have built them
             spent = 0.0
-            for step in self._missing_extras(current, retry_failed, real_nodes):
+            for step in self._missing_extras(current, retry_failed, real_nodes, prometheus):
                 t0 = time.monotonic()
                 self._build_extra(go, current, step, progress)
                 spent += time.monotonic() - t0

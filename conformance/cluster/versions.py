@@ -56,6 +56,21 @@ COREDNS = "v1.15.0"
 CONTAINERD = "v2.4.2"
 CRICTL = "v1.36.0"
 
+# Prometheus for the autoscaling tests' metrics (conformance/cluster/gomodules/prometheus), an optional
+# extra like CoreDNS. Prometheus 3.x is published on the Go module proxy as v0.3MM.P for release
+# 3.MM.P (``prometheus_release`` maps one to the other).
+PROMETHEUS = "v0.316.0"
+
+
+def prometheus_release(module_version: str = PROMETHEUS) -> str:
+    """The Prometheus release of its Go module version: ``"3.16.0"`` for ``"v0.316.0"`` (pure)."""
+    zero, combined, patch = module_version.lstrip("v").split(".", 2)
+    if zero != "0" or len(combined) < 3:
+        raise ValueError(f"{module_version} is not a Prometheus v0.MMM.P module version")
+    major, minor = divmod(int(combined), 100)
+    return f"{major}.{minor}.{patch}"
+
+
 # kind's node image and the k3s image for the same Kubernetes minor. kindest/node tags follow
 # the Kubernetes version; k3s tags add a "+k3sN" build suffix (written "-k3sN" in image tags).
 KIND_NODE_IMAGE = f"kindest/node:{PINNED.kubernetes}"

@@ -61,6 +61,7 @@ SHIPPED = [
     "conformance/cluster/gomodules/etcd/go.sum",
     "conformance/cluster/gomodules/kwok/go.mod",
     "conformance/cluster/gomodules/coredns/main.go",
+    "conformance/cluster/gomodules/prometheus/go.mod",
     "conformance/implementations/kthena-ref-support.yaml",
     "fake_devices/capabilities/gpu.yaml",
     "fake_devices/capabilities/npu.yaml",
