@@ -64,6 +64,7 @@ class Autoscaler:
         self.memory: dict[str, dict[str, Memory]] = {}  # policy UID -> unit key -> memory
         self.reported: dict[str, frozenset[str]] = {}  # policy UID -> problems last told as Events
         self.loops = 0
+        self.forbidden = False
 
     async def run(self, stop: asyncio.Event) -> None:
         async with aiohttp.ClientSession() as session:
@@ -98,7 +99,13 @@ class Autoscaler:
         except ApiException as exc:
             if exc.status == 404:  # the AutoscalingPolicy CRD is not installed: nothing to do
                 return None
+            if exc.status == 403:  # installed without the autoscaler's RBAC: say so once, keep trying
+                if not self.forbidden:
+                    log.warning("cannot list AutoscalingPolicies (HTTP 403): the autoscaler idles until allowed")
+                self.forbidden = True
+                return None
             raise
+        self.forbidden = False
         items: list[Obj] = got.get("items", [])
         return items
 
