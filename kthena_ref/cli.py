@@ -175,7 +175,8 @@ def check_update_command(old_path: Path, new_path: Path, role: str | None, outpu
         click.echo("no image changes")
 
 
-MANIFESTS = ("crd", "rbac", "podgroup-crd", "controller")
+MANIFESTS = ("crd", "autoscaling-crd", "rbac", "podgroup-crd", "controller")
+DEFAULT_MANIFESTS = ("crd", "autoscaling-crd", "rbac", "podgroup-crd")
 
 
 @main.command("manifests")
@@ -189,8 +190,9 @@ MANIFESTS = ("crd", "rbac", "podgroup-crd", "controller")
 def manifests_command(
     which: tuple[str, ...], image: str, ca_bundle_file: Path | None, fault_names: tuple[str, ...]
 ) -> None:
-    """Print deployment manifests as YAML: the CRD, the ClusterRole, a minimal PodGroup CRD and the
-    in-cluster controller (Deployment, Service, webhook configuration). Default: the first three."""
+    """Print deployment manifests as YAML: the ModelServing CRD, the AutoscalingPolicy CRD, the
+    ClusterRole, a minimal PodGroup CRD and the in-cluster controller (Deployment, Service, webhook
+    configuration). Default: the first four."""
     import base64
 
     try:
@@ -198,13 +200,14 @@ def manifests_command(
     except ValueError as exc:
         _fail(str(exc), f"fix --fault or ${faults.ENV}")
         return
+    from .api.autoscaling_crd import crd as autoscaling_crd
     from .api.crd import crd
 
     docs: list[Any] = []
     deploy = Path(__file__).with_name("deploy")
-    for name in which or MANIFESTS[:3]:
-        if name == "crd":
-            docs.append(crd())
+    for name in which or DEFAULT_MANIFESTS:
+        if name in ("crd", "autoscaling-crd"):
+            docs.append(crd() if name == "crd" else autoscaling_crd())
             continue
         text = (deploy / f"{name}.yaml").read_text()
         if name == "controller":

@@ -1,8 +1,9 @@
 """Start the reference controller against a cluster, as a process, with least privilege.
 
 The suite judges implementations through the cluster only; this module is how the harness puts
-the reference implementation there. It installs what ``kthena-ref manifests`` prints (the CRD, the
-controller's ClusterRole, optionally a minimal PodGroup CRD), creates a ServiceAccount bound to
+the reference implementation there. It installs what ``kthena-ref manifests`` prints (the
+ModelServing and AutoscalingPolicy CRDs, the controller's ClusterRole, optionally a minimal
+PodGroup CRD), creates a ServiceAccount bound to
 that ClusterRole alone, writes a kubeconfig holding a token for it, and runs ``kthena-ref run``
 with it: the controller never runs as cluster admin.
 
@@ -33,6 +34,7 @@ from ..framework.waits import wait_for
 
 NAMESPACE = "kthena-system"
 SERVICE_ACCOUNT = "kthena-ref-controller"
+CRDS = ("crd", "autoscaling-crd")  # `kthena-ref manifests` names: ModelServing, AutoscalingPolicy
 
 
 def _manifests(*which: str, faults: tuple[str, ...] = ()) -> list[dict[str, Any]]:
@@ -60,7 +62,7 @@ def _rendered_manifests(which: tuple[str, ...], faults: tuple[str, ...] = ()) ->
 def crds(*, podgroup_crd: bool = True) -> list[dict[str, Any]]:
     """The CRDs :func:`install` creates, for a cluster spec that installs them while it starts
     (``ClusterSpec.crds``: the embedded cluster's garbage collector then knows them at once)."""
-    return _manifests("crd", *(["podgroup-crd"] if podgroup_crd else []))
+    return _manifests(*CRDS, *(["podgroup-crd"] if podgroup_crd else []))
 
 
 def podgroup_crd() -> list[dict[str, Any]]:
@@ -106,7 +108,7 @@ def install(info: ClusterInfo, *, podgroup_crd: bool = True, faults: tuple[str, 
     only): reference faults that live in the CRD schema (``no-schema-defaults``, ...) reach it."""
 
     api = api_client(info.kubeconfig, info.context)
-    docs = _manifests("crd", "rbac", *(["podgroup-crd"] if podgroup_crd else []), faults=faults)
+    docs = _manifests(*CRDS, "rbac", *(["podgroup-crd"] if podgroup_crd else []), faults=faults)
     for doc in docs:
         apply(api, doc)
     wait_established(api, [d["metadata"]["name"] for d in docs if d["kind"] == "CustomResourceDefinition"])
@@ -180,6 +182,7 @@ def token_kubeconfig(info: ClusterInfo, directory: Path) -> Path:
 
 WEBHOOK_NAME = "kthena-ref-validating"
 WEBHOOK_PATH = "/validate-modelserving"
+AUTOSCALING_PATH = "/validate-autoscalingpolicy"
 EVICTION_PATH = "/validate-pod-eviction"
 
 
@@ -229,6 +232,25 @@ def webhook_configuration(base_url: str, ca_bundle: str) -> dict[str, Any]:
                         "apiVersions": ["v1alpha1"],
                         "operations": ["CREATE", "UPDATE"],
                         "resources": ["modelservings"],
+                    }
+                ],
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Fail",
+                "timeoutSeconds": 10,
+            },
+            {  # AutoscalingPolicy rules CEL cannot say (kthena_ref/admission/autoscaling_rules.py)
+                "name": "validate.autoscalingpolicies.workload.serving.volcano.sh",
+                "clientConfig": {
+                    "url": f"{base_url}{AUTOSCALING_PATH}",
+                    "caBundle": ca_bundle,
+                },
+                "rules": [
+                    {
+                        "apiGroups": ["workload.serving.volcano.sh"],
+                        "apiVersions": ["v1alpha1"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["autoscalingpolicies"],
                     }
                 ],
                 "admissionReviewVersions": ["v1"],

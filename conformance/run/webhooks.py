@@ -8,9 +8,11 @@ configuration carrying the CA as ``caBundle``. The harness makes these for the r
 ``kthena-conformance webhook`` commands make them for anyone (``serve-cert``, ``register``).
 
 :func:`configuration` is pure. The ModelServing webhook validates CREATE and UPDATE of
-``modelservings``; an optional second one receives ``pods/eviction`` (the EvictionBudget profile's
+``modelservings``; an optional one validates CREATE and UPDATE of ``autoscalingpolicies`` (the
+spec leaves "exactly one target" to "the autoscalingpolicy validating webhook"); an optional one
+receives ``pods/eviction`` (the EvictionBudget profile's
 mechanism in upstream Kthena and the reference; the spec does not prescribe it), outside
-``kube-system``. ``failurePolicy: Fail`` for both: a webhook that cannot be reached must not let an
+``kube-system``. ``failurePolicy: Fail`` for all: a webhook that cannot be reached must not let an
 invalid object or an over-budget eviction through.
 """
 
@@ -40,27 +42,15 @@ def check_url(option: str, url: str) -> str:
     return url
 
 
-def configuration(name: str, url: str, ca_bundle: str, eviction_url: str | None = None) -> dict[str, Any]:
+def configuration(
+    name: str, url: str, ca_bundle: str, eviction_url: str | None = None, autoscaling_url: str | None = None
+) -> dict[str, Any]:
     """A ValidatingWebhookConfiguration named ``name`` sending ModelServing CREATE/UPDATE to ``url``
-    (and Pod evictions to ``eviction_url``), trusting ``ca_bundle`` (base64 PEM). Pure."""
-    webhooks: list[dict[str, Any]] = [
-        {
-            "name": f"modelservings.{name}.conformance.kthena.io",
-            "clientConfig": {"url": url, "caBundle": ca_bundle},
-            "rules": [
-                {
-                    "apiGroups": [GROUP],
-                    "apiVersions": ["v1alpha1"],
-                    "operations": ["CREATE", "UPDATE"],
-                    "resources": ["modelservings"],
-                }
-            ],
-            "admissionReviewVersions": ["v1"],
-            "sideEffects": "None",
-            "failurePolicy": "Fail",
-            "timeoutSeconds": 10,
-        }
-    ]
+    (AutoscalingPolicy CREATE/UPDATE to ``autoscaling_url``, and Pod evictions to
+    ``eviction_url``), trusting ``ca_bundle`` (base64 PEM). Pure."""
+    webhooks: list[dict[str, Any]] = [_validating(f"modelservings.{name}", url, ca_bundle, "modelservings")]
+    if autoscaling_url is not None:
+        webhooks.append(_validating(f"autoscalingpolicies.{name}", autoscaling_url, ca_bundle, "autoscalingpolicies"))
     if eviction_url is not None:
         webhooks.append(
             {
@@ -85,6 +75,26 @@ def configuration(name: str, url: str, ca_bundle: str, eviction_url: str | None 
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": name},
         "webhooks": webhooks,
+    }
+
+
+def _validating(prefix: str, url: str, ca_bundle: str, resource: str) -> dict[str, Any]:
+    """A webhook validating CREATE and UPDATE of ``resource`` (group workload.serving.volcano.sh)."""
+    return {
+        "name": f"{prefix}.conformance.kthena.io",
+        "clientConfig": {"url": url, "caBundle": ca_bundle},
+        "rules": [
+            {
+                "apiGroups": [GROUP],
+                "apiVersions": ["v1alpha1"],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": [resource],
+            }
+        ],
+        "admissionReviewVersions": ["v1"],
+        "sideEffects": "None",
+        "failurePolicy": "Fail",
+        "timeoutSeconds": 10,
     }
 
 

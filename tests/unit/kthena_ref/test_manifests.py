@@ -20,9 +20,18 @@ def test_default_manifests_are_the_crds_and_the_cluster_role() -> None:
     kinds = [(d["kind"], d["metadata"]["name"]) for d in render()]  # type: ignore[index]
     assert kinds == [
         ("CustomResourceDefinition", "modelservings.workload.serving.volcano.sh"),
+        ("CustomResourceDefinition", "autoscalingpolicies.workload.serving.volcano.sh"),
         ("ClusterRole", "kthena-ref-controller"),
         ("CustomResourceDefinition", "podgroups.scheduling.volcano.sh"),
     ]
+
+
+def test_the_crd_manifests_are_the_generated_crds() -> None:
+    from kthena_ref.api.autoscaling_crd import crd as autoscaling_crd
+    from kthena_ref.api.crd import crd
+
+    assert render("crd") == [crd()]  # the ModelServing CRD alone, as before AutoscalingPolicy
+    assert render("autoscaling-crd") == [autoscaling_crd()]
 
 
 def test_controller_manifest_fills_image_and_ca_bundle(tmp_path: Path) -> None:
@@ -62,4 +71,7 @@ def test_cluster_role_grants_what_the_controller_writes() -> None:
     assert {"patch"} <= grants[("workload.serving.volcano.sh", "modelservings/status")]
     assert {"create", "delete"} <= grants[("apps", "controllerrevisions")]
     assert {"create"} <= grants[("", "events")]
+    assert {"get", "list", "watch", "patch"} <= grants[("workload.serving.volcano.sh", "modelservings")]
+    assert {"get", "list", "watch"} <= grants[("workload.serving.volcano.sh", "autoscalingpolicies")]
+    assert {"get", "update", "patch"} <= grants[("workload.serving.volcano.sh", "autoscalingpolicies/status")]
     assert not any("*" in verbs for verbs in grants.values()), "least privilege: no wildcards"
