@@ -8,7 +8,8 @@
 #   4. loads the controller image into the nodes;
 #   5. makes a throwaway CA and a serving certificate for the webhook Service (openssl), stores
 #      them as the Secret the Deployment mounts, and applies what `kthena-ref manifests` prints
-#      (CRDs, ClusterRole, PodGroup CRD; then the controller with --image and --ca-bundle-file);
+#      (ModelServing and AutoscalingPolicy CRDs, ClusterRole, PodGroup CRD; then the controller
+#      with --image and --ca-bundle-file);
 #   6. waits for the Deployment to be Available and for the webhook to reject an invalid spec;
 #   7. runs the suite against it as an external implementation with ci/kthena-ref-support.yaml,
 #      with the controller's log streamed to a file the suite takes evidence from;
@@ -107,7 +108,7 @@ SELECTOR=app.kubernetes.io/name=kthena-ref-controller
 WEBHOOK_SERVICE=kthena-ref-webhook
 WEBHOOK_SECRET=kthena-ref-webhook-tls
 WEBHOOK_CONFIG=kthena-ref-validating
-CRDS=(crd/modelservings.workload.serving.volcano.sh crd/podgroups.scheduling.volcano.sh)
+CRDS=(crd/modelservings.workload.serving.volcano.sh crd/autoscalingpolicies.workload.serving.volcano.sh crd/podgroups.scheduling.volcano.sh)
 
 CLUSTER_CREATED=0
 SUITE_RC=0
@@ -376,7 +377,7 @@ main() {
 
     log "deploying the reference controller"
     webhook_certificates "$WORK_DIR/webhook"
-    run_to "$WORK_DIR/deploy/crds-and-rbac.yaml" kthena-ref manifests crd rbac podgroup-crd
+    run_to "$WORK_DIR/deploy/crds-and-rbac.yaml" kthena-ref manifests crd autoscaling-crd rbac podgroup-crd
     run_to "$WORK_DIR/deploy/controller.yaml" kthena-ref manifests controller --image "$IMAGE" \
         --ca-bundle-file "$WORK_DIR/webhook/ca.crt"
     # Server-side apply: the CRD embeds the PodSpec schema, too big for a client-side

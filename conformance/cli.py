@@ -672,6 +672,8 @@ def webhook_serve_cert(directory: Path, hosts: tuple[str, ...]) -> None:
 @provider_options
 @click.option("--url", required=True, help="https URL (with path) that validates ModelServing CREATE/UPDATE")
 @click.option("--eviction-url", default=None, help="https URL (with path) that judges Pod evictions (optional)")
+@click.option("--autoscaling-url", default=None,
+              help="https URL (with path) that validates AutoscalingPolicy CREATE/UPDATE (optional)")  # fmt: skip
 @click.option("--ca-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="the CA that signed the serving certificate (serve-cert's ca.crt); without it, --print writes "
               "the {webhook_ca_bundle} placeholder that run --implementation-webhook fills in")  # fmt: skip
@@ -680,12 +682,12 @@ def webhook_serve_cert(directory: Path, hosts: tuple[str, ...]) -> None:
 @click.option("--print", "print_only", is_flag=True, help="print the configuration as YAML; apply nothing")
 def webhook_register(
     provider_name: str, name: str, kubeconfig: str | None, context: str | None, url: str, eviction_url: str | None,
-    ca_file: Path | None, webhook_name: str, print_only: bool,
+    autoscaling_url: str | None, ca_file: Path | None, webhook_name: str, print_only: bool,
 ) -> None:  # fmt: skip
     """Point a cluster's API server at your webhook: a ValidatingWebhookConfiguration for
-    ModelServings (and Pod evictions with --eviction-url) trusting --ca-file, applied to a local
-    cluster by --name or any by --provider existing --kubeconfig/--context, or printed (--print)
-    for --implementation-manifest."""
+    ModelServings (AutoscalingPolicies with --autoscaling-url, Pod evictions with --eviction-url)
+    trusting --ca-file, applied to a local cluster by --name or any by --provider existing
+    --kubeconfig/--context, or printed (--print) for --implementation-manifest."""
     from .run.deploy import apply_manifests
     from .run.webhooks import PLACEHOLDER_CA_BUNDLE, WebhookInputError, ca_bundle_of, check_url, configuration
 
@@ -693,6 +695,8 @@ def webhook_register(
         check_url("--url", url)
         if eviction_url is not None:
             check_url("--eviction-url", eviction_url)
+        if autoscaling_url is not None:
+            check_url("--autoscaling-url", autoscaling_url)
         if ca_file is None and not print_only:
             raise WebhookInputError("--ca-file: needed to apply the configuration (the API server must trust the CA)")
     except WebhookInputError as exc:
@@ -700,7 +704,7 @@ def webhook_register(
         click.echo("  -> see `kthena-conformance webhook register --help`", err=True)
         sys.exit(2)
     bundle = ca_bundle_of(ca_file) if ca_file is not None else PLACEHOLDER_CA_BUNDLE
-    body = configuration(webhook_name, url, bundle, eviction_url)
+    body = configuration(webhook_name, url, bundle, eviction_url, autoscaling_url=autoscaling_url)
     if print_only:
         click.echo(yaml.safe_dump(body, sort_keys=False), nl=False)
         return

@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from conformance.cli import main
 from conformance.cluster.declared import Declared, RealNodes, parse, record
 from conformance.cluster.faults import Fault
-from conformance.run.webhooks import WebhookInputError, check_url, configuration
+from conformance.run.webhooks import PLACEHOLDER_CA_BUNDLE, WebhookInputError, check_url, configuration
 
 
 @pytest.mark.parametrize(
@@ -71,6 +72,37 @@ def test_a_webhook_url_the_api_server_cannot_call_is_refused_by_name(url: str) -
 def test_register_without_a_ca_refuses_to_apply() -> None:
     result = CliRunner().invoke(main, ["webhook", "register", "--url", "https://127.0.0.1:1/v"])
     assert result.exit_code == 2 and "--ca-file: needed" in result.output and "Traceback" not in result.output
+
+
+def test_register_print_with_an_autoscaling_url_adds_the_autoscalingpolicy_webhook() -> None:
+    result = CliRunner().invoke(
+        main,
+        ["webhook", "register", "--print", "--webhook-name", "mine", "--url", "https://127.0.0.1:1/v",
+         "--autoscaling-url", "https://127.0.0.1:1/a", "--eviction-url", "https://127.0.0.1:1/e"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    body = yaml.safe_load(result.output)
+    assert body == configuration(
+        "mine", "https://127.0.0.1:1/v", PLACEHOLDER_CA_BUNDLE, "https://127.0.0.1:1/e",
+        autoscaling_url="https://127.0.0.1:1/a",
+    )  # fmt: skip
+    hooks = {w["rules"][0]["resources"][0]: w for w in body["webhooks"]}
+    assert sorted(hooks) == ["autoscalingpolicies", "modelservings", "pods/eviction"]
+    assert hooks["autoscalingpolicies"]["clientConfig"]["url"] == "https://127.0.0.1:1/a"
+    assert hooks["autoscalingpolicies"]["rules"][0]["operations"] == ["CREATE", "UPDATE"]
+    without = CliRunner().invoke(main, ["webhook", "register", "--print", "--url", "https://127.0.0.1:1/v"])
+    assert without.exit_code == 0, without.output
+    assert "autoscalingpolicies" not in without.output
+
+
+def test_register_refuses_an_autoscaling_url_the_api_server_cannot_call_by_name() -> None:
+    result = CliRunner().invoke(
+        main,
+        ["webhook", "register", "--print", "--url", "https://127.0.0.1:1/v",
+         "--autoscaling-url", "http://127.0.0.1:1/a"],
+    )  # fmt: skip
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "--autoscaling-url: 'http://127.0.0.1:1/a' is not an https:// URL" in result.output
 
 
 def test_serve_cert_writes_a_ca_and_a_serving_pair_and_no_ca_key(tmp_path: Path) -> None:

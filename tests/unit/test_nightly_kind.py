@@ -46,6 +46,9 @@ ALLOWED_ACTIONS = re.compile(r"^actions/(checkout|setup-python|upload-artifact|d
 SCRIPT_ENV = ("KIND_CLUSTER_NAME", "REPORT_DIR", "IMAGE", "KTHENA_KIND_NODE_IMAGE", "NODE_IMAGE_BUILD",
               "KEEP_CLUSTER", "WORK_DIR", "SHARD")  # fmt: skip
 SERVICE_DNS = "kthena-ref-webhook.kthena-system.svc"
+# What `kthena-ref manifests crd autoscaling-crd rbac podgroup-crd` prints, in order.
+CRDS_AND_RBAC_KINDS = ["CustomResourceDefinition", "CustomResourceDefinition", "ClusterRole",
+                       "CustomResourceDefinition"]  # fmt: skip
 
 
 def script_var(name: str) -> str:
@@ -271,7 +274,7 @@ def test_dry_run_prints_the_whole_sequence_in_order_and_creates_nothing(tmp_path
         kubectl(commands, "wait", "--for=condition=Ready", "nodes", "--all"),
         find(commands, ["kind", "load", "docker-image", "kthena-ref:ci", "--name", "kthena"]),
         find(commands, ["openssl", "x509", "-req"]),
-        find(commands, ["kthena-ref", "manifests", "crd", "rbac", "podgroup-crd"]),
+        find(commands, ["kthena-ref", "manifests", "crd", "autoscaling-crd", "rbac", "podgroup-crd"]),
         find(commands, ["kthena-ref", "manifests", "controller", "--image", "kthena-ref:ci", "--ca-bundle-file"]),
         kubectl(commands, "apply", "--server-side"),
         kubectl(commands, "wait", "--for=condition=Established"),
@@ -466,7 +469,7 @@ def test_the_applied_manifests_are_kept_and_valid(
     assert result.returncode == 0, result.stderr
     deploy = tmp_path / "reports" / "cluster" / "deploy"
     crds = [d for d in yaml.safe_load_all((deploy / "crds-and-rbac.yaml").read_text()) if d]
-    assert [d["kind"] for d in crds] == ["CustomResourceDefinition", "ClusterRole", "CustomResourceDefinition"]
+    assert [d["kind"] for d in crds] == CRDS_AND_RBAC_KINDS
     controller = [d for d in yaml.safe_load_all((deploy / "controller.yaml").read_text()) if d]
     check_controller_manifest(controller, "kthena-ref:ci", ca_pem=None)
 
@@ -600,25 +603,38 @@ def check_controller_manifest(docs: list[dict[str, Any]], image: str, ca_pem: by
     assert volume["secret"]["secretName"] == script_var("WEBHOOK_SECRET")
     assert service["metadata"]["name"] == script_var("WEBHOOK_SERVICE")
     assert webhook["metadata"]["name"] == script_var("WEBHOOK_CONFIG")
-    hook, eviction = webhook["webhooks"]
+    hook, autoscaling, eviction = webhook["webhooks"]
+    assert hook["clientConfig"]["service"]["path"] == "/validate-modelserving"
+    assert autoscaling["clientConfig"]["service"]["path"] == "/validate-autoscalingpolicy"
     assert eviction["clientConfig"]["service"]["path"] == "/validate-pod-eviction"
-    assert hook["clientConfig"]["service"]["name"] == service["metadata"]["name"]
-    assert hook["clientConfig"]["service"]["namespace"] == service["metadata"]["namespace"] == script_var("NAMESPACE")
+    assert autoscaling["rules"] == [
+        {
+            "apiGroups": ["workload.serving.volcano.sh"],
+            "apiVersions": ["v1alpha1"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["autoscalingpolicies"],
+        }
+    ]
+    assert autoscaling["failurePolicy"] == "Fail" and autoscaling["sideEffects"] == "None"
     assert f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc" == SERVICE_DNS
-    bundle = base64.b64decode(hook["clientConfig"]["caBundle"])
-    assert bundle.startswith(b"-----BEGIN CERTIFICATE-----")
-    if ca_pem is not None:
-        assert bundle == ca_pem
+    for each in (hook, autoscaling, eviction):  # one Service, one CA
+        assert each["clientConfig"]["service"]["name"] == service["metadata"]["name"]
+        assert each["clientConfig"]["service"]["namespace"] == service["metadata"]["namespace"]
+        assert each["clientConfig"]["service"]["namespace"] == script_var("NAMESPACE")
+        bundle = base64.b64decode(each["clientConfig"]["caBundle"])
+        assert bundle.startswith(b"-----BEGIN CERTIFICATE-----")
+        if ca_pem is not None:
+            assert bundle == ca_pem
 
 
 def test_manifests_with_the_ci_image_are_valid_yaml_of_the_expected_kinds(certs: Path) -> None:
     from kthena_ref.cli import main
 
     runner = CliRunner()
-    result = runner.invoke(main, ["manifests", "crd", "rbac", "podgroup-crd"])
+    result = runner.invoke(main, ["manifests", "crd", "autoscaling-crd", "rbac", "podgroup-crd"])
     assert result.exit_code == 0, result.output
     crds = [d for d in yaml.safe_load_all(result.output) if d]
-    assert [d["kind"] for d in crds] == ["CustomResourceDefinition", "ClusterRole", "CustomResourceDefinition"]
+    assert [d["kind"] for d in crds] == CRDS_AND_RBAC_KINDS
     crd_names = sorted(f"crd/{d['metadata']['name']}" for d in crds if d["kind"] == "CustomResourceDefinition")
     assert crd_names == sorted(re.findall(r"crd/\S+?(?=[\s)])", script_var("CRDS")))
 
