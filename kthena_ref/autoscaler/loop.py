@@ -99,6 +99,9 @@ class Autoscaler:
         except ApiException as exc:
             if exc.status == 404:  # the AutoscalingPolicy CRD is not installed: nothing to do
                 return None
+            if exc.status in (429, 500, 503):  # e.g. a CRD's storage still initialising: the next loop retries
+                log.info("listing AutoscalingPolicies: HTTP %s, retrying next loop", exc.status)
+                return None
             if exc.status == 403:  # installed without the autoscaler's RBAC: say so once, keep trying
                 if not self.forbidden:
                     log.warning("cannot list AutoscalingPolicies (HTTP 403): the autoscaler idles until allowed")
