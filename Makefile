@@ -68,6 +68,7 @@ bench: binaries
 	$(BIN)/python -m bench.cluster_bench
 	$(BIN)/python -m bench.realnode_bench
 	$(BIN)/python -m bench.controller_bench
+	$(BIN)/python -m bench.autoscaler_bench
 	$(BIN)/python -m bench.rollout_bench
 	$(BIN)/python -m bench.dra_bench
 	$(BIN)/python -m bench.suite_bench
