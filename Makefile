@@ -28,11 +28,12 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and kwokctl from the
+# Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, kwokctl and Prometheus (the
+# Autoscaling profile's metrics server) from the
 # Go module proxy into ~/.cache/kthena-conformance/bin/<versions>/ once; later runs reuse them.
 # FORCE=1 rebuilds.
 binaries: venv
-	$(BIN)/kthena-conformance binaries build $(if $(FORCE),--force)
+	$(BIN)/kthena-conformance binaries build --prometheus $(if $(FORCE),--force)
 
 conformance: binaries
 	$(BIN)/kthena-conformance run --provider local --report-dir reports --workers $(CONFORMANCE_WORKERS)

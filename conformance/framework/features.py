@@ -52,6 +52,9 @@ class Feature(StrEnum):
     ROLE_EVICTION_BUDGET = "RoleEvictionBudget"
     ACCELERATORS = "Accelerators"
     DRIVER_CERTIFICATION = "DriverCertification"
+    AUTOSCALING = "Autoscaling"
+    AUTOSCALING_ADMISSION = "AutoscalingAdmission"
+    DISAGGREGATED_AUTOSCALING = "DisaggregatedAutoscaling"
 
 
 @dataclass(frozen=True)
@@ -228,6 +231,24 @@ FEATURES: dict[Feature, FeatureInfo] = dict(
             "node can satisfy and free them with their claims.",
             Feature.ACCELERATORS,
         ),
+        _info(
+            Feature.AUTOSCALING,
+            "An AutoscalingPolicy with a homogeneousTarget and a Prometheus metric source scales its ModelServing's "
+            "spec.replicas within [minReplicas, maxReplicas], changes nothing on a metric it cannot read, and reports "
+            "status.",
+            Feature.CORE,
+        ),
+        _info(
+            Feature.AUTOSCALING_ADMISSION,
+            "The AutoscalingPolicy API's documented defaults and bounds, and the webhook's exactly-one-target rule.",
+            Feature.AUTOSCALING,
+        ),
+        _info(
+            Feature.DISAGGREGATED_AUTOSCALING,
+            "A disaggregatedTarget scales Roles through their replicas, keeps fixed Roles at their size and keeps the "
+            "ratio constraint, reporting ratioAdjusted.",
+            Feature.AUTOSCALING,
+        ),
     ]
 )
 
@@ -302,6 +323,13 @@ PROFILES: dict[str, Profile] = {
             "(Accelerators) and the certification of the DRA driver (DriverCertification).",
             [Feature.ACCELERATORS],
             [Feature.DRIVER_CERTIFICATION],
+        ),
+        _profile(
+            "Autoscaling",
+            "AutoscalingPolicy: metric-driven replicas of a ModelServing (a real Prometheus the suite runs sets the "
+            "signal), optionally its admission and disaggregated Role scaling.",
+            [Feature.AUTOSCALING],
+            [Feature.AUTOSCALING_ADMISSION, Feature.DISAGGREGATED_AUTOSCALING],
         ),
     )
 }

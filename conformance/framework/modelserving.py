@@ -533,6 +533,11 @@ def _refused_valid(exc: Exception, what: str) -> Exception:
     )
 
 
+def rejection_of(exc: Exception) -> Rejection:
+    """The :class:`Rejection` an ApiException carries (a server failure is raised again: not a refusal)."""
+    return _rejection(exc)
+
+
 def _rejection(exc: Exception) -> Rejection:
     from kubernetes.client.exceptions import ApiException
 

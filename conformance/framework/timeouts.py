@@ -70,6 +70,23 @@ WAITS: dict[str, Wait] = {
             "A node drain (cordon, then refused Evictions retried while the controller replaces what was "
             "evicted elsewhere) removes every selected Pod from the node.",
         ),
+        Wait(
+            "autoscale",
+            120,
+            "An autoscaler acts on a changed metric: Prometheus scrapes it, a loop reads it and writes the replicas "
+            "(upstream Kthena loops every 15 s).",
+        ),
+        Wait(
+            "autoscale-down",
+            420,
+            "An autoscaler lowers replicas the metric no longer needs (covers upstream Kthena's 300 s scale-down "
+            "stabilisation).",
+        ),
+        Wait(
+            "autoscale-steady",
+            30,
+            "How long an autoscaler's 'must not change' observation lasts (two of upstream Kthena's 15 s loops).",
+        ),
     )
 }
 

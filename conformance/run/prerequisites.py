@@ -43,6 +43,12 @@ PREREQUISITES: tuple[Prerequisite, ...] = (
         "a DRA driver with its capability file (--capabilities FILE); on the local provider the harness runs the "
         "fake GPU and NPU drivers by default",
     ),
+    Prerequisite(
+        "Autoscaling",
+        "the AutoscalingPolicy CRD (the implementation's), and a Prometheus server binary the suite runs to set the "
+        "metrics (`kthena-conformance binaries build --prometheus`); the implementation's autoscaler must reach "
+        "127.0.0.1 of the machine running the suite (a controller on the same host)",
+    ),
 )
 
 

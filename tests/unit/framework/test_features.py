@@ -36,6 +36,7 @@ def test_profiles_in_order_with_disjoint_required_and_optional() -> None:
         "GangScheduling",
         "EvictionBudget",
         "Accelerators",
+        "Autoscaling",
     ]
     for profile in PROFILES.values():
         assert not profile.required & profile.optional
@@ -76,6 +77,9 @@ def test_prerequisites_are_known_and_acyclic() -> None:
         pytest.param(Feature.PROGRESS_DEADLINE, {Feature.IN_PLACE_UPDATE}, id="progress-deadline"),
         pytest.param(Feature.VOLCANO_POD_GROUP, {Feature.GANG_SCHEDULING}, id="volcano-pod-group"),
         pytest.param(Feature.DRIVER_CERTIFICATION, {Feature.ACCELERATORS}, id="driver-certification"),
+        pytest.param(Feature.AUTOSCALING, {Feature.CORE}, id="autoscaling"),
+        pytest.param(Feature.AUTOSCALING_ADMISSION, {Feature.AUTOSCALING}, id="autoscaling-admission"),
+        pytest.param(Feature.DISAGGREGATED_AUTOSCALING, {Feature.AUTOSCALING}, id="disaggregated-autoscaling"),
     ],
 )
 def test_prerequisites(feature: Feature, requires: set[Feature]) -> None:
@@ -120,6 +124,9 @@ def test_prerequisites(feature: Feature, requires: set[Feature]) -> None:
         # What the DRA driver and the scheduler do is driver certification, kept apart from the
         # implementation's own part (its Pods carry their claims and run on allocated devices).
         pytest.param("Accelerators", {"Accelerators"}, {"DriverCertification"}, id="accelerators"),
+        pytest.param(
+            "Autoscaling", {"Autoscaling"}, {"AutoscalingAdmission", "DisaggregatedAutoscaling"}, id="autoscaling"
+        ),
     ],
 )
 def test_profile_contents(profile: str, required: set[str], optional: set[str]) -> None:

@@ -26,6 +26,9 @@ EXPECTED_DEFAULTS = {
     "podgroups": 60,
     "eviction": 60,
     "drain": 240,
+    "autoscale": 120,
+    "autoscale-down": 420,
+    "autoscale-steady": 30,
 }
 
 
@@ -85,7 +88,7 @@ def test_option_errors_name_the_option_and_value(scale: float | str, overrides: 
 
 
 def test_unknown_wait_lists_known_names() -> None:
-    with pytest.raises(TimeoutConfigError, match=r"unknown wait 'pods' \(known: admission, .*drain\)"):
+    with pytest.raises(TimeoutConfigError, match=r"unknown wait 'pods' \(known: admission, .*autoscale-steady\)"):
         Timeouts().seconds("pods")
 
 

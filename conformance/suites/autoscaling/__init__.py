@@ -1,0 +1,202 @@
+"""Autoscaling: what an AutoscalingPolicy does to its ModelServing, driven by a real Prometheus.
+
+**The signal.** The suite runs a metrics endpoint it sets and a real Prometheus server scraping
+it every second (``conformance.cluster.local.prometheus``; the binary from the binary cache). Each
+test's policy uses a Prometheus metric source whose ``serverURL`` is that server and whose query
+sums the test's own series (``conformance_load{namespace="<ns>", name="<name>"}``), so tests never
+see each other's signal. The server listens on 127.0.0.1 of the machine running the suite: the
+implementation's autoscaler must reach it there (true for a controller on the same host, the
+embedded cluster's default). Without the binary, or when it does not start, the test is
+inconclusive, never a pass.
+
+**Timing.** The spec gives no loop period, no averaging window and no stabilisation: the waits
+cover upstream Kthena's (15 s loops, a 60 s panic hold, a 300 s scale-down stabilisation) as well
+as the reference's (5 s loops, a 60 s stable window) and are named waits a user can scale:
+``autoscale`` (a scale up), ``autoscale-down`` (a scale down) and ``autoscale-steady`` (how long a
+"must not change" observation lasts: two 15 s loops).
+
+**Readings** (docs/autoscaling-readings.md). Only loads whose replica count is exact are used
+(30 for a target of 10 is 3 replicas under any rounding); the tolerance boundary, panic mode and
+which side of a ratio moves are never asserted; a metric that cannot be read must change nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from conformance.framework.modelserving import ModelServings
+from conformance.framework.outcomes import Inconclusive
+
+API = "api-reference-workload-v1alpha1.txt"
+GROUP, VERSION, POLICIES = "workload.serving.volcano.sh", "v1alpha1", "autoscalingpolicies"
+SERIES = "conformance_load"
+TARGET_VALUE = 10  # every policy's metric target: a load of 10 per replica
+
+
+class Signal:
+    """The suite's metrics endpoint and the Prometheus server scraping it."""
+
+    def __init__(self, endpoint: Any, prometheus: Any) -> None:
+        self.endpoint = endpoint
+        self.prometheus = prometheus
+
+    @property
+    def url(self) -> str:
+        return str(self.prometheus.url)
+
+    def set(self, ms: ModelServings, name: str, value: float) -> None:
+        """Set the test's series ``name`` (in its namespace) to ``value``."""
+        self.endpoint.set(SERIES, value, {"namespace": ms.ns, "name": name})
+
+    def query(self, ms: ModelServings, name: str) -> str:
+        return f'sum({SERIES}{{namespace="{ms.ns}",name="{name}"}})'
+
+    def source(
+        self, ms: ModelServings, name: str, *, query: str | None = None, url: str | None = None
+    ) -> dict[str, Any]:
+        """A MetricSource reading the test's series ``name`` from the suite's Prometheus."""
+        return {"prometheus": {"serverURL": url or self.url, "query": query or self.query(ms, name)}}
+
+    def seen(self, ms: ModelServings, name: str, value: float) -> None:
+        """Wait until Prometheus answers the test's query with ``value`` (the signal is in place)."""
+        query = self.query(ms, name)
+        ms.wait("autoscale", f"Prometheus to report {query} = {value:g}", lambda: self.prometheus.query_value(query),
+                until=lambda v: v is not None and abs(float(v) - value) < 1e-9)  # fmt: skip
+
+
+_lock = threading.Lock()
+_started: list[Signal] = []
+
+
+@pytest.fixture(scope="session")
+def signal() -> Iterator[Signal]:
+    """The suite's metrics endpoint and Prometheus server, started once per test process."""
+    from conformance.cluster.errors import HarnessError
+    from conformance.cluster.local.prometheus import MetricsEndpoint, Prometheus, prometheus_binary
+
+    with _lock:
+        try:
+            binary = prometheus_binary()
+        except HarnessError as exc:
+            raise Inconclusive(f"no Prometheus server for the autoscaling tests: {exc}") from None
+        endpoint = MetricsEndpoint().start()
+        try:
+            prometheus = Prometheus(binary, targets=[endpoint.address]).start()
+        except Exception as exc:
+            endpoint.stop()
+            raise Inconclusive(f"the autoscaling tests' Prometheus server did not start: {exc}") from None
+    try:
+        yield Signal(endpoint, prometheus)
+    finally:
+        prometheus.stop()
+        endpoint.stop()
+
+
+# -- objects ----------------------------------------------------------------------------------
+
+
+def target(name: str, replicas: int = 1, roles: dict[str, int] | None = None) -> dict[str, Any]:
+    """A ModelServing of single-Pod Roles (``roles``: name -> replicas; one Role ``server`` by default)."""
+    pod = {"spec": {"containers": [{"name": "engine", "image": "registry.example/engine:v1"}]}}
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ModelServing",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "schedulerName": "default-scheduler",
+            "template": {
+                "roles": [
+                    {"name": r, "replicas": n, "workerReplicas": 0, "entryTemplate": pod}
+                    for r, n in (roles or {"server": 1}).items()
+                ]
+            },
+        },
+    }
+
+
+def homogeneous(name: str, ms_name: str, source: dict[str, Any], low: int, high: int) -> dict[str, Any]:
+    """A policy scaling ModelServing ``ms_name`` on one metric ``load`` (target :data:`TARGET_VALUE`)."""
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "AutoscalingPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "metrics": [{"name": "load", "targetValue": TARGET_VALUE}],
+            "homogeneousTarget": {
+                "minReplicas": low,
+                "maxReplicas": high,
+                "target": {"targetRef": {"kind": "ModelServing", "name": ms_name}, "metricSources": {"load": source}},
+            },
+        },
+    }
+
+
+class Policies:
+    """AutoscalingPolicies in the test's namespace (deleted with it)."""
+
+    def __init__(self, ms: ModelServings) -> None:
+        self.ms = ms
+        self.custom = ms.kube.custom
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            return dict(self.custom.create_namespaced_custom_object(GROUP, VERSION, self.ms.ns, POLICIES, body))
+        except ApiException as exc:
+            if exc.status == 404:
+                raise Inconclusive("the cluster does not serve AutoscalingPolicy (its CRD is not installed)") from None
+            raise AssertionError(
+                f"the valid AutoscalingPolicy {body['metadata']['name']} was refused: HTTP {exc.status} {exc.body}"
+            ) from None
+
+    def try_create(self, body: dict[str, Any]) -> Any:
+        """The refusal (an ApiException) or None when stored."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            self.custom.create_namespaced_custom_object(GROUP, VERSION, self.ms.ns, POLICIES, body)
+        except ApiException as exc:
+            if exc.status == 404 and "autoscalingpolicies" in str(exc.body or ""):
+                raise Inconclusive("the cluster does not serve AutoscalingPolicy (its CRD is not installed)") from None
+            return exc
+        return None
+
+    def get(self, name: str) -> dict[str, Any]:
+        return dict(self.custom.get_namespaced_custom_object(GROUP, VERSION, self.ms.ns, POLICIES, name))
+
+    def exists(self, name: str) -> bool:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            self.get(name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def patch(self, name: str, merge_patch: dict[str, Any]) -> None:
+        self.custom.patch_namespaced_custom_object(
+            GROUP, VERSION, self.ms.ns, POLICIES, name, merge_patch, _content_type="application/merge-patch+json"
+        )
+
+    def status(self, name: str) -> dict[str, Any]:
+        return dict(self.get(name).get("status") or {})
+
+
+def replicas_of(ms: ModelServings, name: str) -> Callable[[], int]:
+    return lambda: int(ms.get(name)["spec"].get("replicas", 1))
+
+
+def role_replicas_of(ms: ModelServings, name: str) -> Callable[[], dict[str, int]]:
+    def read() -> dict[str, int]:
+        roles = ms.get(name)["spec"]["template"]["roles"]
+        return {r["name"]: int(r.get("replicas", 1)) for r in roles}
+
+    return read

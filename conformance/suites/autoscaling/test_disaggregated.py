@@ -1,0 +1,136 @@
+"""DisaggregatedAutoscaling: a disaggregatedTarget scales Roles of one ModelServing, with a ratio.
+
+The spec: DisaggregatedTarget "enables coordinated autoscaling of roles within a single
+ModelServing"; its roles' keys are "roleName from ModelServing.spec.template.roles[].name"; a fixed
+Role (minReplicas == maxReplicas) "the autoscaler keeps ... at that fixed size"; the ratio
+constraint "enforces that replicas[numeratorRole] / replicas[denominatorRole] stays within
+[minRatio, maxRatio] when denominator replica is non-zero"; ratioAdjusted "is true when the most
+recent reconcile had to override the metric-derived replica counts to satisfy the ratio
+constraint". Which side of a ratio moves is the implementation's choice (reading A12): only the
+resulting ratio and the metric-driven Role's growth are asserted.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from conformance.framework.catalog import behaviour
+from conformance.framework.features import Feature
+from conformance.framework.modelserving import ModelServings
+
+from . import API, GROUP, TARGET_VALUE, VERSION, Policies, Signal, replicas_of, role_replicas_of, signal, target
+
+__all__ = ["signal"]  # the fixture, used by name
+
+DISAGGREGATED = f"{API}#DisaggregatedTarget"
+
+
+def policy(name: str, roles: dict[str, Any], ratio: dict[str, Any] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"targetRef": {"kind": "ModelServing", "name": name}, "roles": roles}
+    if ratio is not None:
+        spec["ratioConstraint"] = ratio
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "AutoscalingPolicy",
+        "metadata": {"name": name},
+        "spec": {"metrics": [{"name": "load", "targetValue": TARGET_VALUE}], "disaggregatedTarget": spec},
+    }
+
+
+def scaled(signal: Signal, ms: ModelServings, series: str, low: int, high: int) -> dict[str, Any]:
+    return {"minReplicas": low, "maxReplicas": high, "metricSources": {"load": signal.source(ms, series)}}
+
+
+@behaviour(
+    "autoscaling/disaggregated/role-replicas",
+    "A disaggregatedTarget MUST scale each Role it names through that Role's replicas in the ModelServing's "
+    "template, by the Role's own metric, and MUST leave spec.replicas and the other Roles alone.",
+    DISAGGREGATED,
+    Feature.DISAGGREGATED_AUTOSCALING,
+)
+def test_roles_scale_through_their_replicas(ms: ModelServings, signal: Signal) -> None:
+    signal.set(ms, "decode", 30)
+    ms.create(target("roles", replicas=1, roles={"prefill": 1, "decode": 1}))
+    Policies(ms).create(policy("roles", {"decode": scaled(signal, ms, "decode", 1, 5)}))
+    ms.wait("autoscale", "Role decode's replicas raised to 3 for a load of 30", role_replicas_of(ms, "roles"),
+            until=lambda r: r.get("decode") == 3)  # fmt: skip
+    ms.holds("spec.replicas 1 and Role prefill 1 untouched, decode at 3",
+             lambda: (replicas_of(ms, "roles")(), role_replicas_of(ms, "roles")()),
+             lambda seen: seen == (1, {"prefill": 1, "decode": 3}), wait="autoscale-steady")  # fmt: skip
+
+
+@behaviour(
+    "autoscaling/disaggregated/fixed-role",
+    "A Role of a disaggregatedTarget with minReplicas equal to maxReplicas and no metrics MUST be kept at that "
+    "size: a Role of 1 replica fixed at 2 MUST come to 2.",
+    f"{API}#RoleScalingParam",
+    Feature.DISAGGREGATED_AUTOSCALING,
+)
+def test_fixed_role_kept_at_its_size(ms: ModelServings, signal: Signal) -> None:
+    signal.set(ms, "decode", 10)
+    ms.create(target("fixed", replicas=1, roles={"prefill": 1, "decode": 1}))
+    Policies(ms).create(policy("fixed", {"prefill": {"minReplicas": 2, "maxReplicas": 2},
+                                         "decode": scaled(signal, ms, "decode", 1, 5)}))  # fmt: skip
+    ms.wait("autoscale", "the fixed Role prefill at its size 2", role_replicas_of(ms, "fixed"),
+            until=lambda r: r.get("prefill") == 2)  # fmt: skip
+    ms.holds("the fixed Role prefill stays at 2", role_replicas_of(ms, "fixed"), lambda r: r.get("prefill") == 2,
+             wait="autoscale-steady")  # fmt: skip
+
+
+RATIO = {"numeratorRole": "prefill", "denominatorRole": "decode", "minRatio": "1", "maxRatio": "2"}
+
+
+def _ratio_policy(ms: ModelServings, signal: Signal, name: str) -> None:
+    signal.set(ms, f"{name}-prefill", 20)  # asks for 2 prefills
+    signal.set(ms, f"{name}-decode", 30)  # and 3 decodes: prefill/decode 2/3, below minRatio 1
+    ms.create(target(name, replicas=1, roles={"prefill": 1, "decode": 1}))
+    roles = {r: scaled(signal, ms, f"{name}-{r}", 1, 6) for r in ("prefill", "decode")}
+    Policies(ms).create(policy(name, roles, RATIO))
+
+
+def _within(r: dict[str, int]) -> bool:
+    return r.get("decode", 0) > 0 and Fraction(1) <= Fraction(r.get("prefill", 0), r["decode"]) <= Fraction(2)
+
+
+def _acted_within(r: dict[str, int]) -> bool:
+    """The autoscaler acted (the Roles left their starting 1 and 1: every fair fix of 2/3 does) and the
+    ratio is within [1, 2] (raising prefill to 3 and lowering decode to 2 are both fair)."""
+    return (r.get("prefill"), r.get("decode")) != (1, 1) and _within(r)
+
+
+@behaviour(
+    "autoscaling/disaggregated/ratio-kept",
+    "With a ratioConstraint, replicas[numeratorRole] / replicas[denominatorRole] MUST be kept within [minRatio, "
+    "maxRatio] while the denominator is non-zero, also when the Roles' metrics ask for a ratio outside it: "
+    "prefill asking for 2 and decode for 3 with a ratio of 1 to 2 MUST NOT be left at 2/3.",
+    f"{API}#RoleRatioConstraint",
+    Feature.DISAGGREGATED_AUTOSCALING,
+)
+def test_ratio_kept_against_the_metrics(ms: ModelServings, signal: Signal) -> None:
+    _ratio_policy(ms, signal, "ratio")
+    ms.wait("autoscale", "the Roles scaled from 1 and 1 and prefill/decode within [1, 2]",
+            role_replicas_of(ms, "ratio"), until=_acted_within)  # fmt: skip
+    ms.holds("prefill/decode stays within [1, 2]", role_replicas_of(ms, "ratio"), _within, wait="autoscale-steady")
+
+
+@behaviour(
+    "autoscaling/disaggregated/ratio-adjusted",
+    "When the ratio constraint overrides the Roles' metric-derived replicas, status.disaggregatedStatus.ratioAdjusted "
+    "MUST be true and ratioStatus MUST name the numerator and denominator Roles.",
+    f"{API}#DisaggregatedScalingStatus",
+    Feature.DISAGGREGATED_AUTOSCALING,
+)
+def test_ratio_adjusted_reported(ms: ModelServings, signal: Signal) -> None:
+    _ratio_policy(ms, signal, "adjusted")
+    ms.wait("autoscale", "the Roles scaled from 1 and 1 and prefill/decode within [1, 2]",
+            role_replicas_of(ms, "adjusted"), until=_acted_within)  # fmt: skip
+    policies = Policies(ms)
+    status = ms.wait(
+        "status-updated", "disaggregatedStatus.ratioAdjusted true", lambda: policies.status("adjusted"),
+        until=lambda s: (s.get("disaggregatedStatus") or {}).get("ratioAdjusted") is True,
+    )  # fmt: skip
+    ratio = status["disaggregatedStatus"].get("ratioStatus") or {}
+    assert (ratio.get("numeratorRole"), ratio.get("denominatorRole")) == ("prefill", "decode"), (
+        f"ratioStatus must name numeratorRole prefill and denominatorRole decode; seen {ratio}"
+    )
