@@ -589,6 +589,53 @@ FAULTS: dict[str, str] = {
         "and run without the devices their templates claim through ResourceClaimTemplates"
     ),
     # end of slot accelerators
+    # Autoscaling (issue 15): the decision, the reconcile, the loop, the webhook and the AutoscalingPolicy CRD (the
+    # autoscaling-crd-* faults reach the CRD through `kthena-ref manifests --fault`)
+    "autoscaler-exceeds-max": (
+        "scaling up, the decision does not clamp what the metrics ask for to maxReplicas (minReplicas still holds)"
+    ),
+    "autoscaler-never-scales-down": (
+        "the decision never lowers replicas because of metrics (replicas outside [minReplicas, maxReplicas] are "
+        "still brought to the nearest bound)"
+    ),
+    "autoscaler-ignores-min": (
+        "scaling down by metrics ignores minReplicas: replicas go down to what the metrics ask for (at least 0)"
+    ),
+    "autoscaler-missing-metric-as-zero": (
+        "a metric with no value this loop is decided as a value of 0 (replicas fall toward minReplicas) instead of "
+        "changing nothing"
+    ),
+    "autoscaler-undersizes": (
+        "the replicas a metric asks for are one fewer than value / targetValue rounded up (never below minReplicas), "
+        "in stable and panic mode"
+    ),
+    "autoscaler-no-status": "the AutoscalingPolicy's status is never written",
+    "autoscaler-ratio-ignored": (
+        "a disaggregated target's ratioConstraint is not enforced: the metric-derived Role replicas are written and "
+        "reported in ratioStatus, and ratioAdjusted is false"
+    ),
+    "autoscaler-ratio-adjusted-unreported": (
+        "the ratioConstraint is enforced but the status' ratioAdjusted is always false"
+    ),
+    "autoscaler-fixed-role-ignored": (
+        "a fixed Role (minReplicas == maxReplicas) of a disaggregated target is neither written nor reported in the "
+        "status: it keeps whatever replicas it has"
+    ),
+    "autoscaler-roles-scale-whole": (
+        "a disaggregated target's per-Role decisions are written as the ModelServing's spec.replicas (the largest "
+        "Role's) instead of as the Roles' replicas"
+    ),
+    "autoscaling-webhook-allows-no-target": (
+        'the webhook accepts an AutoscalingPolicy with no target at all (the zero case of "exactly one target")'
+    ),
+    "autoscaling-crd-no-bounds": (
+        "neither the AutoscalingPolicy CRD nor the webhook checks the minimum, maximum or enum of tolerancePercent, "
+        "panicThresholdPercent, percent, selectPolicy, minReplicas, maxReplicas and port"
+    ),
+    "autoscaling-crd-no-defaults": (
+        "the AutoscalingPolicy CRD carries no default (tolerancePercent, the stable and panic policies' fields, a pod "
+        "metric source's uri and port, costExpansionRatePercent): omitted fields are stored omitted"
+    ),
 }
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import faults
 from .autoscaling import KIND, PLURAL, AutoscalingPolicySpec, AutoscalingPolicyStatus
 from .crd import definition, model_schema
 
@@ -32,6 +33,29 @@ RATIO_ROLES = {
     "message": "ratioConstraint must name two distinct roles of roles",
     "fieldPath": ".ratioConstraint",
 }
+
+# Self-validation: the fields whose documented bounds and enum autoscaling-crd-no-bounds drops from the CRD (by
+# property name, wherever they occur: both percents are the panic and the stable policies'), those keywords, and
+# the pydantic errors the webhook (admission.autoscaling_rules) then ignores for them, or it would still refuse the
+# values the CRD now lets through.
+UNCHECKED_FIELDS = frozenset(
+    {"tolerancePercent", "panicThresholdPercent", "percent", "selectPolicy", "minReplicas", "maxReplicas", "port"}
+)
+UNCHECKED_KEYWORDS = ("minimum", "maximum", "enum")
+UNCHECKED_ERRORS = frozenset({"greater_than_equal", "less_than_equal", "enum"})
+
+
+def _drop(schema: dict[str, Any], keywords: tuple[str, ...], names: frozenset[str] | None = None) -> None:
+    """Remove ``keywords`` from every property's schema below ``schema`` (only properties named in ``names``, when
+    given), at any depth: objects' properties, list items, map values."""
+    for name, prop in schema.get("properties", {}).items():
+        if names is None or name in names:
+            for keyword in keywords:
+                prop.pop(keyword, None)
+        _drop(prop, keywords, names)
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            _drop(schema[key], keywords, names)
 
 
 def _node(schema: dict[str, Any], *path: str) -> dict[str, Any]:
@@ -58,6 +82,10 @@ def crd() -> dict[str, Any]:
     ):
         _node(spec, *sources)["x-kubernetes-validations"] = [ONE_BACKEND]
     _node(spec, "disaggregatedTarget")["x-kubernetes-validations"] = [RATIO_ROLES]
+    if faults.active("autoscaling-crd-no-bounds"):
+        _drop(spec, UNCHECKED_KEYWORDS, UNCHECKED_FIELDS)
+    if faults.active("autoscaling-crd-no-defaults"):
+        _drop(spec, ("default",))
     status = model_schema(AutoscalingPolicyStatus, f"{PLURAL}:status")
     description = "AutoscalingPolicy scales ModelServings (or their Roles) on metrics."
     return definition(KIND, PLURAL, spec, status, description, version={"subresources": {"status": {}}})

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
+from .. import faults
 from ..api.autoscaling import PanicPolicy, SelectPolicy, StablePolicy
 
 STABLE_WINDOW_SECONDS = 60.0
@@ -84,6 +85,8 @@ def decide(current: int, policy: Policy, values: Mapping[str, Decimal], now: flo
     """The replicas for one unit this loop (see the module docstring for the rules)."""
     low, high = policy.min_replicas, policy.max_replicas
     known = {name: value for name, value in values.items() if name in policy.targets}
+    if faults.active("autoscaler-missing-metric-as-zero"):
+        known = {name: known.get(name, Decimal(0)) for name in policy.targets}
     if not known:
         bounded = min(max(current, low), high)
         mode = _mode(memory, now)
@@ -97,6 +100,12 @@ def decide(current: int, policy: Policy, values: Mapping[str, Decimal], now: flo
         panic_until = now + PANIC_HOLD_SECONDS
     mode = Mode.PANIC if panic_until is not None and now < panic_until else Mode.STABLE
     need = instant_need if mode is Mode.PANIC else stable_need
+    if faults.active("autoscaler-undersizes"):
+        need -= 1  # one replica fewer than value / targetValue rounded up (the bounds below still hold)
+    if faults.active("autoscaler-exceeds-max"):
+        high = max(high, math.ceil(need))
+    if faults.active("autoscaler-ignores-min") and math.ceil(need) < current:
+        low = 0
     desired = min(max(math.ceil(need), low), high)
     history = tuple((t, r) for t, r in memory.replicas if t > now - PERIOD_SECONDS)
     if abs(Decimal(current) - need) < Decimal(current) * policy.tolerance_percent / 100 and low <= current <= high:
@@ -107,6 +116,8 @@ def decide(current: int, policy: Policy, values: Mapping[str, Decimal], now: flo
         replicas, why = max(current, min(desired, _up_limit(current, history, policy.scale_up))), "scale up"
     elif desired < current:
         replicas, why = min(current, max(desired, _down_limit(current, history, policy.scale_down))), "scale down"
+        if faults.active("autoscaler-never-scales-down"):
+            replicas = current
     else:
         replicas, why = current, "at the desired replicas"
     replicas = min(max(replicas, low), high)

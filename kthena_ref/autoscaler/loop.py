@@ -29,6 +29,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
+from .. import faults
 from ..api.autoscaling import KIND, PLURAL, AutoscalingPolicySpec
 from ..api.types import GROUP, VERSION
 from ..api.types import PLURAL as MS_PLURAL
@@ -196,6 +197,8 @@ class Autoscaler:
             log.warning("scaling %s/%s to %d failed: HTTP %s %s", ns, write.target, replicas, exc.status, exc.reason)
 
     async def _status(self, policy: Obj, outcome: Outcome) -> None:
+        if faults.active("autoscaler-no-status"):
+            return
         status: dict[str, Any] = {
             "homogeneousStatus": None,
             "heterogeneousStatus": None,

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from .. import faults
 from ..api.autoscaling import (
     AutoscalingPolicySpec,
     Metric,
@@ -250,6 +251,8 @@ def _disaggregated(
     for unit in roles:
         if unit.key not in present:
             continue
+        if unit.fixed and faults.active("autoscaler-fixed-role-ignored"):
+            continue
         current = present[unit.key]
         if unit.fixed:
             decision = Decision(unit.min_replicas, unit.min_replicas, Mode.STABLE, "fixed Role", Memory())
@@ -273,8 +276,13 @@ def _disaggregated(
             ratio.Bounds(num.min_replicas, num.max_replicas),
             ratio.Bounds(den.min_replicas, den.max_replicas),
         )
+        if faults.active("autoscaler-ratio-ignored"):  # a range every pair is in, [0, numerator]: nothing changes
+            pinned = ratio.Bounds(final[num.key], final[num.key]), ratio.Bounds(final[den.key], final[den.key])
+            result = ratio.enforce(final[num.key], final[den.key], Decimal(0), Decimal(final[num.key]), *pinned)
         final[num.key], final[den.key] = result.numerator, result.denominator
         adjusted = result.adjusted
+        if faults.active("autoscaler-ratio-adjusted-unreported"):
+            adjusted = False
         ratio_status = {"numeratorRole": num.key, "denominatorRole": den.key, "currentRatio": result.current_ratio}
         if not result.satisfied:
             problems += (
@@ -289,6 +297,9 @@ def _disaggregated(
         disaggregated["ratioStatus"] = ratio_status
     status["disaggregatedStatus"] = disaggregated
     writes = tuple(Write(target, key, final[key]) for key, (current, _) in decided.items() if final[key] != current)
+    if faults.active("autoscaler-roles-scale-whole"):  # the largest Role's decision, as spec.replicas
+        whole = max(final.values(), default=observed.replicas[target])
+        writes = (Write(target, None, whole),) if whole != observed.replicas[target] else ()
     return Outcome(writes, status, kept, problems)
 
 

@@ -292,6 +292,20 @@ CAUGHT_BY: dict[str, list[str]] = {
     # end of slot rollout
     # slot accelerators (issue 13, third wave)
     # end of slot accelerators
+    # Autoscaling (issue 15)
+    "autoscaler-exceeds-max": ["autoscaling/homogeneous/max-replicas"],
+    "autoscaler-never-scales-down": ["autoscaling/homogeneous/scale-down"],
+    "autoscaler-ignores-min": ["autoscaling/homogeneous/scale-down"],
+    "autoscaler-missing-metric-as-zero": ["autoscaling/metrics/unreadable-changes-nothing"],
+    "autoscaler-undersizes": ["autoscaling/homogeneous/scale-up", "autoscaling/homogeneous/status"],
+    "autoscaler-no-status": ["autoscaling/homogeneous/status", "autoscaling/disaggregated/ratio-adjusted"],
+    "autoscaler-ratio-ignored": ["autoscaling/disaggregated/ratio-kept", "autoscaling/disaggregated/ratio-adjusted"],
+    "autoscaler-ratio-adjusted-unreported": ["autoscaling/disaggregated/ratio-adjusted"],
+    "autoscaler-fixed-role-ignored": ["autoscaling/disaggregated/fixed-role"],
+    "autoscaler-roles-scale-whole": ["autoscaling/disaggregated/role-replicas"],
+    "autoscaling-webhook-allows-no-target": ["autoscaling/admission/exactly-one-target"],
+    "autoscaling-crd-no-bounds": ["autoscaling/admission/documented-bounds"],
+    "autoscaling-crd-no-defaults": ["autoscaling/admission/documented-defaults"],
 }
 
 # Faults only a running container shows (real nodes): their variants run in
