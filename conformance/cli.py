@@ -753,8 +753,8 @@ def catalog_command(write_file: bool, check: bool) -> None:
 def coverage_command(
     profiles: tuple[str, ...], only_uncovered: bool, output_format: str, spec_map: Path | None
 ) -> None:
-    """How much of the spec the suite asserts: per profile and overall, the in-scope (ModelServing)
-    MUST and SHOULD statements of the spec map asserted by a behaviour, explained (not asserted,
+    """How much of the spec the suite asserts: per profile and overall, the in-scope (ModelServing,
+    AutoscalingPolicy) MUST and SHOULD statements of the spec map asserted by a behaviour, explained (not asserted,
     with a reason) and gaps; then every uncovered MUST statement with its reason.
 
     Exit 0; 2 on bad input (an unknown profile, a spec map that cannot be read or is invalid)."""
@@ -784,7 +784,7 @@ def coverage_command(
         if not only_uncovered:
             payload = {
                 "specMap": {"file": loaded.source, "digest": loaded.digest, "statements": len(loaded.statements)},
-                "scope": specmap.IN_SCOPE,
+                "scope": specmap.SCOPE_TEXT,
                 "profiles": [_coverage_json(p) for p in rows],
                 "overall": _coverage_json(cov.overall),
                 "overallWithoutImplementationCode": {"must": api_only.as_dict() | {"percent": _rounded(api_only)}},
@@ -796,7 +796,7 @@ def coverage_command(
     if not only_uncovered:
         click.echo(
             f"spec map {loaded.source} ({loaded.digest[:19]}..., {len(loaded.statements)} statements); "
-            f"in scope: topic {specmap.IN_SCOPE}"
+            f"in scope: topics {specmap.SCOPE_TEXT}"
         )
         head = f"{'profile':20} {'MUST asserted':16} {'explained':>9} {'gaps':>5}  {'SHOULD asserted':16} {'gaps':>5}"
         click.echo(head)

@@ -51,7 +51,8 @@ SPECMAP_PATH = PACKAGE_DIR / "specmap.yaml"
 
 LEVELS = ("MUST", "SHOULD", "MAY")
 TOPICS = ("ModelServing", "AutoscalingPolicy", "ModelBooster", "LeaderWorkerSet")
-IN_SCOPE = "ModelServing"  # the topic whose statements count; the others are filed separately
+IN_SCOPE = ("ModelServing", "AutoscalingPolicy")  # the topics whose statements count; the others are filed separately
+SCOPE_TEXT = ", ".join(IN_SCOPE)
 REASONS = ("needs-real-kubelet", "not-modelserving", "ambiguous", "not-observable", "out-of-scope", "gap")
 GAP = "gap"  # not asserted yet: uncovered, never an explanation
 
@@ -139,7 +140,7 @@ class Statement:
 
     @property
     def in_scope(self) -> bool:
-        return self.topic == IN_SCOPE
+        return self.topic in IN_SCOPE
 
     @property
     def asserted(self) -> bool:
@@ -259,8 +260,8 @@ def _problems(parsed: _SpecMapFile, known: set[str]) -> list[str]:
         elif scopes[s.document] == "excluded":
             problems.append(f"{where}.document: {s.document!r} ({s.id}) is excluded in documents; it has no statements")
         if s.profile is None:
-            if s.topic == IN_SCOPE:
-                problems.append(f"{where}.profile: required for topic {IN_SCOPE} ({s.id}): the profile it counts in")
+            if s.topic in IN_SCOPE:
+                problems.append(f"{where}.profile: required for topic {s.topic} ({s.id}): the profile it counts in")
         elif s.profile not in PROFILES:
             problems.append(f"{where}.profile: unknown profile {s.profile!r} ({s.id}); known: {', '.join(PROFILES)}")
         for key, listed in (("behaviours", s.behaviours), ("partial", s.partial)):
@@ -358,7 +359,7 @@ def _profile_coverage(name: str, statements: Sequence[Statement]) -> ProfileCove
 
 
 def coverage(statements: Iterable[Statement], profiles: Iterable[str] = PROFILES) -> Coverage:
-    """The coverage of the in-scope (topic ModelServing) ``statements``, per profile (every name
+    """The coverage of the in-scope (:data:`IN_SCOPE` topics) ``statements``, per profile (every name
     in ``profiles``, in that order, also those with no statement) and overall."""
     scoped = [s for s in statements if s.in_scope]
     per_profile = tuple(_profile_coverage(name, [s for s in scoped if s.profile == name]) for name in profiles)
@@ -394,7 +395,7 @@ def report_block(specmap: SpecMap, cov: Coverage, profiles: Iterable[str]) -> di
     wanted = list(profiles)
     return {
         "specMap": {"file": Path(specmap.source).name, "digest": specmap.digest, "statements": len(specmap.statements)},
-        "scope": IN_SCOPE,
+        "scope": SCOPE_TEXT,
         "overall": {"must": cov.overall.must.as_dict(), "should": cov.overall.should.as_dict()},
         "profiles": [p.as_dict() for p in cov.profiles if p.profile in wanted],
     }

@@ -106,7 +106,7 @@ def test_json(tmp_path: Path) -> None:
     assert result.exit_code == 0
     data = json.loads(result.stdout)
     assert data["specMap"]["statements"] == 6 and data["specMap"]["digest"].startswith("sha256:")
-    assert data["scope"] == "ModelServing"
+    assert data["scope"] == "ModelServing, AutoscalingPolicy"
     core = next(p for p in data["profiles"] if p["profile"] == "Core")
     assert core["must"] == {"total": 3, "asserted": 1, "explained": 1, "gaps": 1, "percent": 33.33}
     assert data["overall"]["should"] == {"total": 1, "asserted": 0, "explained": 0, "gaps": 1, "percent": 0.0}

@@ -26,9 +26,10 @@ from conformance.framework.specmap import (
     report_block,
 )
 
-# The in-scope MUST asserted percentage of the real spec map may not fall below this. Raise it
-# when coverage grows (never lower it to make a change pass: assert or explain the statement).
-MUST_ASSERTED_FLOOR = 92.9
+# The asserted percentage of each in-scope topic's MUST statements in the real spec map may not fall
+# below these. Raise them when coverage grows (never lower one to make a change pass: assert or
+# explain the statement). AutoscalingPolicy came into scope on 2026-12-05 at 10 of 37.
+MUST_ASSERTED_FLOOR = {"ModelServing": 92.9, "AutoscalingPolicy": 27.0}
 
 SPEC = "api-reference-workload-v1alpha1.txt#ModelServingSpec"
 CATALOG = [
@@ -77,8 +78,8 @@ def valid() -> dict[str, Any]:
                 behaviours=["plugins/chain/order"],
             ),
             statement(
-                "api/autoscaling/min",
-                topic="AutoscalingPolicy",
+                "api/booster/name",
+                topic="ModelBooster",
                 profile=None,
                 behaviours=[],
                 notAsserted={"reason": "out-of-scope", "detail": "filed separately"},
@@ -418,7 +419,7 @@ def test_the_report_block_has_the_judged_profiles(tmp_path: Path) -> None:
     loaded = load(write(tmp_path, valid()), catalog=CATALOG)
     block = report_block(loaded, coverage(loaded.statements), ["Plugins", "Rollout"])
     assert block["specMap"] == {"file": "specmap.yaml", "digest": loaded.digest, "statements": 5}
-    assert block["scope"] == "ModelServing"
+    assert block["scope"] == "ModelServing, AutoscalingPolicy"
     assert block["overall"]["must"] == {"total": 4, "asserted": 3, "explained": 0, "gaps": 1}
     assert [p["profile"] for p in block["profiles"]] == ["Plugins", "Rollout"]
     assert block["profiles"][0]["must"] == {"total": 1, "asserted": 1, "explained": 0, "gaps": 0}
@@ -459,9 +460,10 @@ def test_every_asserting_behaviour_cites_a_listed_document(real: specmap.SpecMap
     assert {b: doc for b, doc in cited.items() if doc not in documents} == {}
 
 
-def test_in_scope_must_coverage_does_not_go_down(real: specmap.SpecMap) -> None:
-    percent = coverage(real.statements).overall.must.percent or 0.0
-    assert percent >= MUST_ASSERTED_FLOOR, (
-        f"{percent_text(percent)} of the in-scope MUST statements are asserted, below the floor "
-        f"{MUST_ASSERTED_FLOOR}%: a behaviour that asserted a statement was removed or unmapped"
+@pytest.mark.parametrize("topic", MUST_ASSERTED_FLOOR)
+def test_in_scope_must_coverage_does_not_go_down(real: specmap.SpecMap, topic: str) -> None:
+    percent = coverage(s for s in real.statements if s.topic == topic).overall.must.percent or 0.0
+    assert percent >= MUST_ASSERTED_FLOOR[topic], (
+        f"{percent_text(percent)} of the {topic} MUST statements are asserted, below the floor "
+        f"{MUST_ASSERTED_FLOOR[topic]}%: a behaviour that asserted a statement was removed or unmapped"
     )
