@@ -533,7 +533,7 @@ def _assemble(
     for payload in passes:
         for raw in payload.get("results", []):
             r = TestResult.from_dict(raw)
-            by_id[r.id] = r
+            by_id[r.id] = merge_cases(by_id[r.id], r) if r.id in by_id else r
         if payload.get("interrupted"):
             data["run"]["interrupted"] = True
             by = f" ({payload['signal']})" if payload.get("signal") else ""
@@ -663,3 +663,20 @@ def _finish(result: RunResult, options: RunOptions, started: dt.datetime, *, wri
     if page.is_file():
         result.paths.insert(0, page)
     return result
+
+
+def merge_cases(first: Any, second: Any) -> Any:
+    """One behaviour's result from two of its test cases (a parametrized test): the worst outcome wins,
+    so a failing case is never hidden by a passing one; the messages of both, each named by its case. Pure."""
+    from ..framework.outcomes import combine
+
+    def tagged(r: Any) -> str:
+        if not r.message or "[" not in r.nodeid or r.message.startswith("["):  # none, or already tagged
+            return str(r.message)
+        return f"[{r.nodeid.rpartition('[')[2].rstrip(']')}] {r.message}"
+
+    worst = combine([first.outcome, second.outcome])
+    base = first if worst == first.outcome else second
+    message = "; ".join(m for m in (tagged(first), tagged(second)) if m)[:4000]
+    duration = round(first.duration + second.duration, 3)
+    return dataclasses.replace(base, outcome=worst, duration=duration, message=message)
