@@ -38,7 +38,6 @@ import functools
 import json
 import math
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -50,19 +49,16 @@ from kubernetes import client, watch
 
 from conformance.cluster.kube import api_client
 from conformance.cluster.local.prometheus import MetricsEndpoint, Prometheus
-from conformance.cluster.local.provider import LocalProvider
 from conformance.cluster.provider import ClusterInfo
-from conformance.cluster.spec import ClusterSpec, NodePool
 from conformance.framework.waits import WaitTimeout, wait_for
 from conformance.implementations import reference
 
-from .controller_bench import _cpu_seconds, _namespace, _rss_tree_mb, peak_rss
+from .controller_bench import _cpu_seconds, _namespace, _rss_tree_mb, on_cluster, peak_rss
 
 GROUP, VERSION = "workload.serving.volcano.sh", "v1alpha1"
 MS_PLURAL, POLICY_PLURAL = "modelservings", "autoscalingpolicies"
 CLUSTER = "bench-autoscaler"
 NODES = 2
-CAPACITY = {"cpu": "1000", "memory": "4Ti", "pods": "1000"}
 POLICIES = 100
 METRIC = "bench_load"
 TARGET, LOW, HIGH = 10, 1, 3
@@ -320,22 +316,7 @@ def run(info: ClusterInfo, workdir: Path, rounds: int, timeout: float, progress:
 
 
 def main(progress: Callable[[str], None] = print) -> None:
-    rounds = int(os.environ.get("BENCH_ROUNDS", "3"))
-    timeout = float(os.environ.get("BENCH_TIMEOUT", "120"))
-    provider = LocalProvider()
-    spec = ClusterSpec(name=CLUSTER, node_pools=[NodePool(name="worker", count=NODES, capacity=CAPACITY)])
-    try:
-        progress(f"starting a {NODES}-node embedded cluster")
-        info = provider.up(spec, progress=lambda m: progress(f"  cluster: {m}"), owner_pid=os.getpid())
-        keep = os.environ.get("BENCH_LOG_DIR")
-        if keep:
-            Path(keep).mkdir(parents=True, exist_ok=True)
-            run(info, Path(keep), rounds, timeout, progress)
-        else:
-            with tempfile.TemporaryDirectory(prefix="kthena-bench-autoscaler-") as workdir:
-                run(info, Path(workdir), rounds, timeout, progress)
-    finally:
-        provider.down(CLUSTER)
+    on_cluster(run, CLUSTER, NODES, 120, progress)
 
 
 if __name__ == "__main__":

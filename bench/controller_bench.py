@@ -352,23 +352,35 @@ def run(info: ClusterInfo, workdir: Path, rounds: int, timeout: float, progress:
             progress(f"timed out: {timed_out.last}")
 
 
-def main(progress: Callable[[str], None] = print) -> None:
+Runner = Callable[[ClusterInfo, Path, int, float, Callable[[str], None]], None]
+
+
+def on_cluster(
+    runner: Runner, cluster: str, nodes: int, default_timeout: float, progress: Callable[[str], None] = print
+) -> None:
+    """Run a bench on a fresh ``nodes``-node embedded cluster, with ``BENCH_ROUNDS`` rounds, a
+    ``BENCH_TIMEOUT`` per wait and its logs in ``BENCH_LOG_DIR`` (a temporary directory when unset);
+    the cluster is torn down however the bench ends. Shared by the controller and autoscaler benches."""
     rounds = int(os.environ.get("BENCH_ROUNDS", "3"))
-    timeout = float(os.environ.get("BENCH_TIMEOUT", "180"))
+    timeout = float(os.environ.get("BENCH_TIMEOUT", str(default_timeout)))
     provider = LocalProvider()
-    spec = ClusterSpec(name=CLUSTER, node_pools=[NodePool(name="worker", count=NODES, capacity=CAPACITY)])
+    spec = ClusterSpec(name=cluster, node_pools=[NodePool(name="worker", count=nodes, capacity=CAPACITY)])
     try:
-        progress(f"starting a {NODES}-node embedded cluster")
+        progress(f"starting a {nodes}-node embedded cluster")
         info = provider.up(spec, progress=lambda m: progress(f"  cluster: {m}"), owner_pid=os.getpid())
         keep = os.environ.get("BENCH_LOG_DIR")
         if keep:
             Path(keep).mkdir(parents=True, exist_ok=True)
-            run(info, Path(keep), rounds, timeout, progress)
+            runner(info, Path(keep), rounds, timeout, progress)
         else:
-            with tempfile.TemporaryDirectory(prefix="kthena-bench-controller-") as workdir:
-                run(info, Path(workdir), rounds, timeout, progress)
+            with tempfile.TemporaryDirectory(prefix=f"kthena-{cluster}-") as workdir:
+                runner(info, Path(workdir), rounds, timeout, progress)
     finally:
-        provider.down(CLUSTER)
+        provider.down(cluster)
+
+
+def main(progress: Callable[[str], None] = print) -> None:
+    on_cluster(run, CLUSTER, NODES, 180, progress)
 
 
 if __name__ == "__main__":
