@@ -625,12 +625,29 @@ FAULTS: dict[str, str] = {
         "a disaggregated target's per-Role decisions are written as the ModelServing's spec.replicas (the largest "
         "Role's) instead of as the Roles' replicas"
     ),
+    "autoscaler-role-metrics-ignored": (
+        "a disaggregated Role's own metrics do not override spec.metrics: the Role is scaled on spec.metrics' "
+        "targetValues"
+    ),
+    "autoscaling-ignores-target-kind": (
+        "a targetRef's kind is ignored, by the webhook and by the autoscaler: a policy naming a Deployment (or any "
+        "kind) scales the ModelServing of that name"
+    ),
     "autoscaling-webhook-allows-no-target": (
         'the webhook accepts an AutoscalingPolicy with no target at all (the zero case of "exactly one target")'
     ),
     "autoscaling-crd-no-bounds": (
         "neither the AutoscalingPolicy CRD nor the webhook checks the minimum, maximum or enum of tolerancePercent, "
-        "panicThresholdPercent, percent, selectPolicy, minReplicas, maxReplicas and port"
+        "panicThresholdPercent, percent, selectPolicy, minReplicas, maxReplicas, port, cost and "
+        "costExpansionRatePercent"
+    ),
+    "autoscaling-crd-no-sizes": (
+        "neither the AutoscalingPolicy CRD nor the webhook checks the documented MinLength, MinItems, MinProperties "
+        "and MaxProperties (a metric's name, serverURL, query, metrics, params, roles): empty ones are stored"
+    ),
+    "autoscaling-crd-any-backends": (
+        "the AutoscalingPolicy CRD does not check that a metric source sets exactly one backend: one with both pod "
+        "and prometheus, or neither, is stored"
     ),
     "autoscaling-crd-no-defaults": (
         "the AutoscalingPolicy CRD carries no default (tolerancePercent, the stable and panic policies' fields, a pod "

@@ -91,7 +91,7 @@ from ..api.autoscaling import (
     Target,
     quantity,
 )
-from ..api.autoscaling_crd import UNCHECKED_ERRORS, UNCHECKED_FIELDS
+from ..api.autoscaling_crd import UNCHECKED_ERRORS, UNCHECKED_FIELDS, UNSIZED_ERRORS, UNSIZED_FIELDS
 from ..api.types import GROUP
 from .rules import FieldError, _loc
 
@@ -110,6 +110,8 @@ def validate_policy(obj: dict[str, Any], target_roles: Collection[str] | None = 
         invalid = exc.errors()
         if faults.active("autoscaling-crd-no-bounds"):  # the bounds the CRD then drops too
             invalid = [e for e in invalid if not (e["type"] in UNCHECKED_ERRORS and e["loc"][-1] in UNCHECKED_FIELDS)]
+        if faults.active("autoscaling-crd-no-sizes"):  # the sizes the CRD then drops too
+            invalid = [e for e in invalid if not (e["type"] in UNSIZED_ERRORS and e["loc"][-1] in UNSIZED_FIELDS)]
         return [FieldError(_loc(tuple(e["loc"])), e["msg"]) for e in invalid]
     errors = _metrics(spec.metrics, "spec.metrics")  # R5, R6
     chosen = [name for name, target in zip(TARGETS, _targets(spec), strict=True) if target is not None]
@@ -280,7 +282,7 @@ def _target(target: Target, at: str, metric_names: set[str]) -> list[FieldError]
 def _target_ref(ref: ObjectReference, at: str) -> list[FieldError]:
     """R2-R4."""
     errors: list[FieldError] = []
-    if ref.kind not in (None, "", TARGET_KIND):
+    if ref.kind not in (None, "", TARGET_KIND) and not faults.active("autoscaling-ignores-target-kind"):
         errors.append(
             FieldError(f"{at}.kind", f"{ref.kind!r} is not supported. Currently supported kinds: {TARGET_KIND}")
         )

@@ -39,10 +39,24 @@ RATIO_ROLES = {
 # the pydantic errors the webhook (admission.autoscaling_rules) then ignores for them, or it would still refuse the
 # values the CRD now lets through.
 UNCHECKED_FIELDS = frozenset(
-    {"tolerancePercent", "panicThresholdPercent", "percent", "selectPolicy", "minReplicas", "maxReplicas", "port"}
+    {
+        "tolerancePercent",
+        "panicThresholdPercent",
+        "percent",
+        "selectPolicy",
+        "minReplicas",
+        "maxReplicas",
+        "port",
+        "cost",
+        "costExpansionRatePercent",
+    }
 )
 UNCHECKED_KEYWORDS = ("minimum", "maximum", "enum")
 UNCHECKED_ERRORS = frozenset({"greater_than_equal", "less_than_equal", "enum"})
+# The same for autoscaling-crd-no-sizes: the documented MinLength, MinItems, MinProperties and MaxProperties.
+UNSIZED_FIELDS = frozenset({"name", "serverURL", "query", "metrics", "params", "roles"})
+UNSIZED_KEYWORDS = ("minLength", "minItems", "minProperties", "maxProperties")
+UNSIZED_ERRORS = frozenset({"string_too_short", "too_short", "too_long"})
 
 
 def _drop(schema: dict[str, Any], keywords: tuple[str, ...], names: frozenset[str] | None = None) -> None:
@@ -80,10 +94,13 @@ def crd() -> dict[str, Any]:
         ("heterogeneousTarget", "params", "[]", "target", "metricSources", "{}"),
         ("disaggregatedTarget", "roles", "{}", "metricSources", "{}"),
     ):
-        _node(spec, *sources)["x-kubernetes-validations"] = [ONE_BACKEND]
+        if not faults.active("autoscaling-crd-any-backends"):
+            _node(spec, *sources)["x-kubernetes-validations"] = [ONE_BACKEND]
     _node(spec, "disaggregatedTarget")["x-kubernetes-validations"] = [RATIO_ROLES]
     if faults.active("autoscaling-crd-no-bounds"):
         _drop(spec, UNCHECKED_KEYWORDS, UNCHECKED_FIELDS)
+    if faults.active("autoscaling-crd-no-sizes"):
+        _drop(spec, UNSIZED_KEYWORDS, UNSIZED_FIELDS)
     if faults.active("autoscaling-crd-no-defaults"):
         _drop(spec, ("default",))
     status = model_schema(AutoscalingPolicyStatus, f"{PLURAL}:status")

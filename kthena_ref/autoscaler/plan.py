@@ -129,7 +129,8 @@ def units(spec: AutoscalingPolicySpec) -> tuple[Unit, ...]:
         name = d.target_ref.name or ""
         out = []
         for role, param in sorted(d.roles.items()):
-            own = _metrics(param.metrics) if param.metrics else metrics
+            overrides = bool(param.metrics) and not faults.active("autoscaler-role-metrics-ignored")
+            own = _metrics(param.metrics) if overrides else metrics
             if param.min_replicas == param.max_replicas:
                 own = {}
             fetches = _fetches(own, param.metric_sources, name, role)
@@ -167,6 +168,9 @@ def reconcile(
     """This loop's writes and status. ``values``: unit key -> metric -> value fetched this loop."""
     all_units = units(spec)
     status: dict[str, Any] = {"observedGeneration": generation}
+    unsupported = [] if faults.active("autoscaling-ignores-target-kind") else _unsupported_kinds(spec)
+    if unsupported:  # spec, Target.targetRef: "Currently supported kinds: ModelServing"
+        return Outcome((), status, dict(memory), tuple(unsupported))
     if spec.homogeneous_target is not None:
         return _homogeneous(spec, all_units[0], observed, values, now, memory, status)
     if spec.heterogeneous_target is not None:
@@ -174,6 +178,18 @@ def reconcile(
     if spec.disaggregated_target is not None:
         return _disaggregated(spec, all_units, observed, values, now, memory, status)
     return Outcome((), status, {}, ("the policy has no target",))
+
+
+def _unsupported_kinds(spec: AutoscalingPolicySpec) -> list[str]:
+    """A problem per targetRef naming a kind other than ModelServing (empty: the default, ModelServing)."""
+    refs = [t.target.target_ref for t in [spec.homogeneous_target] if t is not None]
+    refs += [p.target.target_ref for p in spec.heterogeneous_target.params] if spec.heterogeneous_target else []
+    refs += [spec.disaggregated_target.target_ref] if spec.disaggregated_target else []
+    return [
+        f"targetRef {ref.name!r} is a {ref.kind}, which is not supported: only ModelServing targets are scaled"
+        for ref in refs
+        if ref.kind not in (None, "", "ModelServing")
+    ]
 
 
 def _homogeneous(

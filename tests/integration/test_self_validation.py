@@ -303,8 +303,12 @@ CAUGHT_BY: dict[str, list[str]] = {
     "autoscaler-ratio-adjusted-unreported": ["autoscaling/disaggregated/ratio-adjusted"],
     "autoscaler-fixed-role-ignored": ["autoscaling/disaggregated/fixed-role"],
     "autoscaler-roles-scale-whole": ["autoscaling/disaggregated/role-replicas"],
+    "autoscaler-role-metrics-ignored": ["autoscaling/disaggregated/role-metrics"],
+    "autoscaling-ignores-target-kind": ["autoscaling/target/other-kind-not-scaled"],
     "autoscaling-webhook-allows-no-target": ["autoscaling/admission/exactly-one-target"],
     "autoscaling-crd-no-bounds": ["autoscaling/admission/documented-bounds"],
+    "autoscaling-crd-no-sizes": ["autoscaling/admission/documented-sizes"],
+    "autoscaling-crd-any-backends": ["autoscaling/admission/one-metric-backend"],
     "autoscaling-crd-no-defaults": ["autoscaling/admission/documented-defaults"],
 }
 

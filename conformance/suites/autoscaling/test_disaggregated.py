@@ -61,6 +61,24 @@ def test_roles_scale_through_their_replicas(ms: ModelServings, signal: Signal) -
 
 
 @behaviour(
+    "autoscaling/disaggregated/role-metrics",
+    "A Role of a disaggregatedTarget that lists its own metrics MUST be scaled on them instead of spec.metrics: a "
+    "load of 30 on a Role whose own metric has targetValue 5 (spec.metrics: 10) MUST give 6 replicas, not 3.",
+    f"{API}#RoleScalingParam",
+    Feature.DISAGGREGATED_AUTOSCALING,
+)
+def test_role_metrics_override_spec_metrics(ms: ModelServings, signal: Signal) -> None:
+    signal.set(ms, "own", 30)
+    ms.create(target("own", replicas=1, roles={"prefill": 1, "decode": 1}))
+    role = scaled(signal, ms, "own", 1, 8) | {"metrics": [{"name": "load", "targetValue": TARGET_VALUE // 2}]}
+    Policies(ms).create(policy("own", {"decode": role}))
+    ms.wait("autoscale", "Role decode raised to 6 for a load of 30 on its own targetValue 5",
+            role_replicas_of(ms, "own"), until=lambda r: r.get("decode") == 6)  # fmt: skip
+    ms.holds("Role decode stays at 6 (spec.metrics' targetValue 10 would ask for 3)",
+             role_replicas_of(ms, "own"), lambda r: r.get("decode") == 6, wait="autoscale-steady")  # fmt: skip
+
+
+@behaviour(
     "autoscaling/disaggregated/fixed-role",
     "A Role of a disaggregatedTarget with minReplicas equal to maxReplicas and no metrics MUST be kept at that "
     "size: a Role of 1 replica fixed at 2 MUST come to 2.",

@@ -112,13 +112,15 @@ UNREADABLE = {
     "no-sample": "a query that returns no sample",
     "several-samples": "a query that returns two samples",
     "server-down": "a Prometheus server that does not answer",
+    "no-source": "no metricSources entry for the metric",
 }
 
 
 @behaviour(
     "autoscaling/metrics/unreadable-changes-nothing",
-    "A metric the autoscaler cannot read (a Prometheus query returning no sample or several, or a server that does "
-    "not answer) MUST NOT change spec.replicas.",
+    "A metric the autoscaler cannot read (a Prometheus query returning no sample or several, a server that does "
+    "not answer, or no metricSources key for the metric: 'Missing keys are treated as missing metrics') MUST NOT "
+    "change spec.replicas.",
     f"{API}#PrometheusMetricSource",
     Feature.AUTOSCALING,
 )
@@ -133,10 +135,14 @@ def test_unreadable_metric_changes_nothing(ms: ModelServings, signal: Signal, ca
             ms, "unread", query=f"{series} or label_replace({series}, 'copy', '1', '', '')"
         ),
         "server-down": signal.source(ms, "unread", url="http://127.0.0.1:9"),
+        "no-source": {},
     }[case]
     ms.create(target("unread", replicas=2))
     policies = Policies(ms)
-    policies.create(homogeneous("unread", "unread", broken, 1, 6))
+    body = homogeneous("unread", "unread", broken, 1, 6)
+    if case == "no-source":
+        body["spec"]["homogeneousTarget"]["target"]["metricSources"] = {}
+    policies.create(body)
     ms.holds(f"spec.replicas stays 2 with {UNREADABLE[case]}", replicas_of(ms, "unread"), lambda n: n == 2,
              wait="autoscale-steady")  # fmt: skip
     # The control: made readable, the same policy must scale, or the observation above proved nothing.
@@ -149,3 +155,35 @@ def test_unreadable_metric_changes_nothing(ms: ModelServings, signal: Signal, ca
         raise Inconclusive(
             f"the policy never scaled even with a readable metric, so 'nothing changed' shows nothing: {exc}"
         ) from None
+
+
+@behaviour(
+    "autoscaling/target/other-kind-not-scaled",
+    "An AutoscalingPolicy whose targetRef names a kind other than ModelServing (the only supported kind) MUST NOT "
+    "scale the ModelServing of that name: it is refused at admission, or stored and that ModelServing keeps its "
+    "replicas while a correct policy with the same signal scales another.",
+    f"{API}#Target",
+    Feature.AUTOSCALING,
+)
+def test_other_kind_not_scaled(ms: ModelServings, signal: Signal) -> None:
+    # Reading W5 (docs/autoscaling-readings.md): the spec says which kinds are supported, not where an unsupported
+    # one is turned away, so a refusal and an accepted policy that scales nothing are both conformant.
+    signal.set(ms, "kind", 30)
+    ms.create(target("kind", replicas=1))
+    policies = Policies(ms)
+    body = homogeneous("kind", "kind", signal.source(ms, "kind"), 1, 5)
+    body["spec"]["homogeneousTarget"]["target"]["targetRef"] = {"kind": "Deployment", "name": "kind"}
+    refusal = policies.try_create(body)
+    if refusal is not None:
+        assert refusal.status in (400, 403, 422), (
+            f"a policy naming a Deployment was turned away with HTTP {refusal.status}, not an admission refusal "
+            f"(400, 403 or 422): {refusal.body}"
+        )
+        return
+    # Stored: a control ModelServing under a correct policy, created after, shows how long a scale takes here.
+    ms.create(target("kind-control", replicas=1))
+    policies.create(homogeneous("kind-control", "kind-control", signal.source(ms, "kind"), 1, 5))
+    ms.wait("autoscale", "the control ModelServing raised to 3 for the same load of 30",
+            replicas_of(ms, "kind-control"), until=lambda n: n == 3)  # fmt: skip
+    ms.holds("the ModelServing named by the Deployment targetRef stays at 1", replicas_of(ms, "kind"),
+             lambda n: n == 1, wait="autoscale-steady")  # fmt: skip

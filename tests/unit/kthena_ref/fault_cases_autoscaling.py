@@ -19,10 +19,10 @@ from typing import Any
 
 from kthena_ref.admission.autoscaling_rules import validate_policy
 from kthena_ref.api.autoscaling import AutoscalingPolicySpec, StablePolicy
-from kthena_ref.api.autoscaling_crd import UNCHECKED_FIELDS, crd
+from kthena_ref.api.autoscaling_crd import UNCHECKED_FIELDS, UNSIZED_KEYWORDS, crd
 from kthena_ref.autoscaler.decision import Memory, Policy, decide
 from kthena_ref.autoscaler.loop import Autoscaler
-from kthena_ref.autoscaler.plan import Observed, Outcome, reconcile
+from kthena_ref.autoscaler.plan import Observed, Outcome, reconcile, units
 
 MS_NAME = "ms"
 LOAD = {"load": Decimal(1)}  # one metric, targetValue 1: a value of v asks for v replicas
@@ -109,6 +109,14 @@ def probe_roles_scale_whole() -> list[tuple[str | None, int]]:
     return [(w.role, w.replicas) for w in _reconcile(spec, {"prefill": 5, "decode": 1}).writes]
 
 
+def probe_role_metrics() -> dict[str, Decimal]:
+    """The targets Role decode is scaled on when it lists its own metric load (targetValue 5) and spec.metrics has
+    load at 1."""
+    own = {"minReplicas": 1, "maxReplicas": 10, "metrics": [{"name": "load", "targetValue": 5}]}
+    spec = _disaggregated({"decode": own}, metrics=[{"name": "load", "targetValue": 1}])
+    return dict(units(spec)[0].targets)
+
+
 class _RecordingApi:
     """The CustomObjectsApi calls the loop's status write makes, recorded."""
 
@@ -138,6 +146,21 @@ def probe_no_target() -> list[str]:
         "spec": {"metrics": [{"name": "load", "targetValue": 1}]},
     }
     return [e.field for e in validate_policy(body)]
+
+
+def probe_target_kind() -> tuple[list[str], list[tuple[str, int]]]:
+    """A homogeneous policy whose targetRef is a Deployment named like ModelServing ``ms`` (1 replica) with a load
+    asking for 3: what the webhook refuses, and the replicas the autoscaler writes."""
+    source = {"load": {"prometheus": {"serverURL": "http://p:9090", "query": "q"}}}
+    target = {"targetRef": {"kind": "Deployment", "name": MS_NAME}, "metricSources": source}
+    spec = {"metrics": [{"name": "load", "targetValue": 1}],
+            "homogeneousTarget": {"target": target, "minReplicas": 1, "maxReplicas": 5}}  # fmt: skip
+    body = {"apiVersion": "workload.serving.volcano.sh/v1alpha1", "kind": "AutoscalingPolicy",
+            "metadata": {"name": "p"}, "spec": spec}  # fmt: skip
+    refused = [e.field for e in validate_policy(body)]
+    outcome = reconcile(AutoscalingPolicySpec.model_validate(spec), 1, Observed({MS_NAME: 1}, {}),
+                        {"": {"load": Decimal(3)}}, 0.0, {})  # fmt: skip
+    return refused, [(w.target, w.replicas) for w in outcome.writes]
 
 
 def _spec_schema() -> dict[str, Any]:
@@ -192,6 +215,41 @@ def probe_crd_bounds() -> tuple[list[str], list[str]]:
     return checked, sorted(e.field for e in validate_policy(body))
 
 
+def probe_crd_sizes() -> tuple[list[str], list[str]]:
+    """The CRD's MinLength/MinItems/MinProperties/MaxProperties, and what the webhook refuses in a policy that
+    breaks each size once (an empty metric name, serverURL and query, no params)."""
+    sizes = _keywords(_spec_schema(), UNSIZED_KEYWORDS)
+    source = {"load": {"prometheus": {"serverURL": "", "query": ""}}}
+    target = {"targetRef": {"kind": "ModelServing", "name": MS_NAME}, "metricSources": source}
+    body = {
+        "apiVersion": "workload.serving.volcano.sh/v1alpha1",
+        "kind": "AutoscalingPolicy",
+        "metadata": {"name": "p"},
+        "spec": {"metrics": [{"name": "", "targetValue": 1}], "heterogeneousTarget": {"params": []}},
+    }
+    refused = [e.field for e in validate_policy(body)]
+    body["spec"] = {"metrics": [{"name": "load", "targetValue": 1}], "homogeneousTarget": {
+        "target": target, "minReplicas": 1, "maxReplicas": 2}}  # fmt: skip
+    return sizes, sorted(refused + [e.field for e in validate_policy(body)])
+
+
+def probe_crd_backends() -> list[str]:
+    """The targets whose metric sources (the metricSources map's values) carry the CRD's one-backend rule."""
+    spec = _spec_schema()
+    values = {
+        "disaggregatedTarget": spec["properties"]["disaggregatedTarget"]["properties"]["roles"]["additionalProperties"],
+        "heterogeneousTarget": spec["properties"]["heterogeneousTarget"]["properties"]["params"]["items"],
+        "homogeneousTarget": spec["properties"]["homogeneousTarget"],
+    }
+    for name in ("heterogeneousTarget", "homogeneousTarget"):
+        values[name] = values[name]["properties"]["target"]
+    return sorted(
+        name
+        for name, node in values.items()
+        if "x-kubernetes-validations" in node["properties"]["metricSources"]["additionalProperties"]
+    )
+
+
 def probe_crd_defaults() -> list[str]:
     return _keywords(_spec_schema(), ("default",))
 
@@ -217,6 +275,8 @@ _BOUNDS = [f"behavior.scaleDown.percent:{k}" for k in ("maximum", "minimum")] + 
     *(f"{_HOM}.{f}:{k}" for f in ("maxReplicas", "minReplicas") for k in ("maximum", "minimum")),
     *(f"{_HOM}.target.metricSources.{{}}.pod.port:{k}" for k in ("maximum", "minimum")),
     *(f"tolerancePercent:{k}" for k in ("maximum", "minimum")),
+    "heterogeneousTarget.costExpansionRatePercent:minimum",
+    "heterogeneousTarget.params.[].cost:minimum",
 ]
 _REFUSED = sorted(
     [
@@ -249,6 +309,32 @@ _DEFAULTS = [
     "homogeneousTarget.target.metricSources.{}.pod.uri:default",
     "tolerancePercent:default",
 ]
+
+_SIZES = sorted(
+    [
+        "disaggregatedTarget.roles:maxProperties",
+        "disaggregatedTarget.roles:minProperties",
+        "disaggregatedTarget.roles.{}.metrics:minItems",
+        "disaggregatedTarget.roles.{}.metrics.[].name:minLength",
+        "disaggregatedTarget.roles.{}.metricSources.{}.prometheus.query:minLength",
+        "disaggregatedTarget.roles.{}.metricSources.{}.prometheus.serverURL:minLength",
+        "heterogeneousTarget.params:minItems",
+        "heterogeneousTarget.params.[].target.metricSources.{}.prometheus.query:minLength",
+        "heterogeneousTarget.params.[].target.metricSources.{}.prometheus.serverURL:minLength",
+        "homogeneousTarget.target.metricSources.{}.prometheus.query:minLength",
+        "homogeneousTarget.target.metricSources.{}.prometheus.serverURL:minLength",
+        "metrics.[].name:minLength",
+    ]
+)
+_SIZES_REFUSED = sorted(
+    [
+        "spec.metrics[0].name",
+        "spec.heterogeneousTarget.params",
+        f"spec.{_HOM}.target.metricSources.load.prometheus.serverURL",
+        f"spec.{_HOM}.target.metricSources.load.prometheus.query",
+    ]
+)
+_BACKENDS = ["disaggregatedTarget", "heterogeneousTarget", "homogeneousTarget"]
 
 CASES: list[tuple[Any, ...]] = [
     ("autoscaler-exceeds-max", probe_exceeds_max, (4, 4), (10, 10), ()),
@@ -283,9 +369,19 @@ CASES: list[tuple[Any, ...]] = [
     ("autoscaler-ratio-adjusted-unreported", probe_ratio_adjusted, True, False, ("autoscaler-ratio-ignored",)),
     ("autoscaler-fixed-role-ignored", probe_fixed_role, ["decode", "prefill"], ["decode"], ()),
     ("autoscaler-roles-scale-whole", probe_roles_scale_whole, [("decode", 3)], [(None, 5)], ()),
+    ("autoscaler-role-metrics-ignored", probe_role_metrics, {"load": Decimal(5)}, {"load": Decimal(1)}, ()),
+    (
+        "autoscaling-ignores-target-kind",
+        probe_target_kind,
+        (["spec.homogeneousTarget.target.targetRef.kind"], []),
+        ([], [(MS_NAME, 3)]),
+        (),
+    ),
     ("autoscaling-webhook-allows-no-target", probe_no_target, ["spec"], [], ()),
     # the enums are also enums-not-validated's (every enum, of both CRDs)
     ("autoscaling-crd-no-bounds", probe_crd_bounds, (sorted(_BOUNDS), _REFUSED), ([], []), ("enums-not-validated",)),
+    ("autoscaling-crd-no-sizes", probe_crd_sizes, (_SIZES, _SIZES_REFUSED), ([], []), ()),
+    ("autoscaling-crd-any-backends", probe_crd_backends, _BACKENDS, [], ()),
     # no-schema-defaults drops every default of both CRDs (the generator is shared)
     ("autoscaling-crd-no-defaults", probe_crd_defaults, _DEFAULTS, [], ("no-schema-defaults",)),
 ]
