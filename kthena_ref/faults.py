@@ -633,6 +633,14 @@ FAULTS: dict[str, str] = {
         "a targetRef's kind is ignored, by the webhook and by the autoscaler: a policy naming a Deployment (or any "
         "kind) scales the ModelServing of that name"
     ),
+    "autoscaler-heterogeneous-listed-order": (
+        "a heterogeneous target's replicas above the groups' minimums are placed in the order the params are listed, "
+        "not cheapest first"
+    ),
+    "autoscaler-heterogeneous-unbounded": (
+        "a heterogeneous target's replicas above the groups' minimums all go to the cheapest group, past its "
+        "maxReplicas (the total is still bounded by the sum of the maxReplicas)"
+    ),
     "autoscaling-webhook-allows-no-target": (
         'the webhook accepts an AutoscalingPolicy with no target at all (the zero case of "exactly one target")'
     ),

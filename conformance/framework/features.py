@@ -55,6 +55,7 @@ class Feature(StrEnum):
     AUTOSCALING = "Autoscaling"
     AUTOSCALING_ADMISSION = "AutoscalingAdmission"
     DISAGGREGATED_AUTOSCALING = "DisaggregatedAutoscaling"
+    HETEROGENEOUS_AUTOSCALING = "HeterogeneousAutoscaling"
 
 
 @dataclass(frozen=True)
@@ -249,6 +250,12 @@ FEATURES: dict[Feature, FeatureInfo] = dict(
             "ratio constraint, reporting ratioAdjusted.",
             Feature.AUTOSCALING,
         ),
+        _info(
+            Feature.HETEROGENEOUS_AUTOSCALING,
+            "A heterogeneousTarget splits the replicas its metrics ask for across several ModelServings, the cheaper "
+            "first, each within its bounds, and reports each in heterogeneousStatus.",
+            Feature.AUTOSCALING,
+        ),
     ]
 )
 
@@ -327,9 +334,9 @@ PROFILES: dict[str, Profile] = {
         _profile(
             "Autoscaling",
             "AutoscalingPolicy: metric-driven replicas of a ModelServing (a real Prometheus the suite runs sets the "
-            "signal), optionally its admission and disaggregated Role scaling.",
+            "signal), optionally its admission, disaggregated Role scaling and heterogeneous splits by cost.",
             [Feature.AUTOSCALING],
-            [Feature.AUTOSCALING_ADMISSION, Feature.DISAGGREGATED_AUTOSCALING],
+            [Feature.AUTOSCALING_ADMISSION, Feature.DISAGGREGATED_AUTOSCALING, Feature.HETEROGENEOUS_AUTOSCALING],
         ),
     )
 }

@@ -51,6 +51,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
+from .. import faults
 from ..api.autoscaling import HeterogeneousTargetParam
 from .decision import Policy
 
@@ -100,9 +101,15 @@ def distribute(total: int, params: Sequence[Param], cost_expansion_rate_percent:
     replicas = [p.min_replicas for p in params]
     low, high = sum(replicas), sum(p.high for p in params)
     left = min(max(total, low), high) - low
-    order = sorted(
+    if faults.active("autoscaler-heterogeneous-unbounded"):  # the fault: the cheapest group takes it all
+        cheapest = min(range(len(params)), key=lambda i: (params[i].cost, i))
+        replicas[cheapest] += left
+        return tuple(replicas)
+    cut = [
         (cost, index, size) for index, p in enumerate(params) for cost, size in blocks(p, cost_expansion_rate_percent)
-    )
+    ]
+    # Cheapest block first; the fault: the groups as listed (stable: each group's blocks in the order they were cut).
+    order = sorted(cut, key=lambda b: b[1]) if faults.active("autoscaler-heterogeneous-listed-order") else sorted(cut)
     for _, index, size in order:
         if left <= 0:
             break

@@ -305,6 +305,8 @@ CAUGHT_BY: dict[str, list[str]] = {
     "autoscaler-roles-scale-whole": ["autoscaling/disaggregated/role-replicas"],
     "autoscaler-role-metrics-ignored": ["autoscaling/disaggregated/role-metrics"],
     "autoscaling-ignores-target-kind": ["autoscaling/target/other-kind-not-scaled"],
+    "autoscaler-heterogeneous-listed-order": ["autoscaling/heterogeneous/cheaper-first"],
+    "autoscaler-heterogeneous-unbounded": ["autoscaling/heterogeneous/params-bounded"],
     "autoscaling-webhook-allows-no-target": ["autoscaling/admission/exactly-one-target"],
     "autoscaling-crd-no-bounds": ["autoscaling/admission/documented-bounds"],
     "autoscaling-crd-no-sizes": ["autoscaling/admission/documented-sizes"],

@@ -80,6 +80,7 @@ def test_prerequisites_are_known_and_acyclic() -> None:
         pytest.param(Feature.AUTOSCALING, {Feature.CORE}, id="autoscaling"),
         pytest.param(Feature.AUTOSCALING_ADMISSION, {Feature.AUTOSCALING}, id="autoscaling-admission"),
         pytest.param(Feature.DISAGGREGATED_AUTOSCALING, {Feature.AUTOSCALING}, id="disaggregated-autoscaling"),
+        pytest.param(Feature.HETEROGENEOUS_AUTOSCALING, {Feature.AUTOSCALING}, id="heterogeneous-autoscaling"),
     ],
 )
 def test_prerequisites(feature: Feature, requires: set[Feature]) -> None:
@@ -125,7 +126,10 @@ def test_prerequisites(feature: Feature, requires: set[Feature]) -> None:
         # implementation's own part (its Pods carry their claims and run on allocated devices).
         pytest.param("Accelerators", {"Accelerators"}, {"DriverCertification"}, id="accelerators"),
         pytest.param(
-            "Autoscaling", {"Autoscaling"}, {"AutoscalingAdmission", "DisaggregatedAutoscaling"}, id="autoscaling"
+            "Autoscaling",
+            {"Autoscaling"},
+            {"AutoscalingAdmission", "DisaggregatedAutoscaling", "HeterogeneousAutoscaling"},
+            id="autoscaling",
         ),
     ],
 )

@@ -21,6 +21,7 @@ from kthena_ref.admission.autoscaling_rules import validate_policy
 from kthena_ref.api.autoscaling import AutoscalingPolicySpec, StablePolicy
 from kthena_ref.api.autoscaling_crd import UNCHECKED_FIELDS, UNSIZED_KEYWORDS, crd
 from kthena_ref.autoscaler.decision import Memory, Policy, decide
+from kthena_ref.autoscaler.heterogeneous import Param, distribute
 from kthena_ref.autoscaler.loop import Autoscaler
 from kthena_ref.autoscaler.plan import Observed, Outcome, reconcile, units
 
@@ -161,6 +162,19 @@ def probe_target_kind() -> tuple[list[str], list[tuple[str, int]]]:
     outcome = reconcile(AutoscalingPolicySpec.model_validate(spec), 1, Observed({MS_NAME: 1}, {}),
                         {"": {"load": Decimal(3)}}, 0.0, {})  # fmt: skip
     return refused, [(w.target, w.replicas) for w in outcome.writes]
+
+
+_GROUPS = [Param("h100", 100, 1, 4), Param("a100", 60, 1, 4)]  # listed dearer first, each in [1, 4]
+
+
+def probe_heterogeneous_order() -> tuple[int, ...]:
+    """The split of 3 replicas over :data:`_GROUPS`."""
+    return distribute(3, _GROUPS, 200)
+
+
+def probe_heterogeneous_bounds() -> tuple[int, ...]:
+    """The split of 8 replicas (every group's maximum) over :data:`_GROUPS`."""
+    return distribute(8, _GROUPS, 200)
 
 
 def _spec_schema() -> dict[str, Any]:
@@ -377,6 +391,8 @@ CASES: list[tuple[Any, ...]] = [
         ([], [(MS_NAME, 3)]),
         (),
     ),
+    ("autoscaler-heterogeneous-listed-order", probe_heterogeneous_order, (1, 2), (2, 1), ()),
+    ("autoscaler-heterogeneous-unbounded", probe_heterogeneous_bounds, (4, 4), (1, 7), ()),
     ("autoscaling-webhook-allows-no-target", probe_no_target, ["spec"], [], ()),
     # the enums are also enums-not-validated's (every enum, of both CRDs)
     ("autoscaling-crd-no-bounds", probe_crd_bounds, (sorted(_BOUNDS), _REFUSED), ([], []), ("enums-not-validated",)),
