@@ -587,6 +587,23 @@ def _still_there(action: Action, proc: Path = Path("/proc"), sysfs: Path = Path(
     return True
 
 
+def _umount(action: Action, run: Runner, still_there: Callable[[Action], bool], busy_wait: float) -> None:
+    """Unmount, retrying a busy mount until ``busy_wait`` has passed, then detaching it lazily; raises the
+    lazy attempt's error when that fails too."""
+    deadline = time.monotonic() + busy_wait
+    while True:
+        try:
+            run(action.argv)
+            return
+        except (OSError, subprocess.SubprocessError):
+            if not still_there(action):
+                return
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
+    run(("umount", "--lazy", action.target))
+
+
 def _write_sysctl(name: str, value: str) -> None:
     Path("/proc/sys", *name.split(".")).write_text(value + "\n")
 
@@ -598,13 +615,17 @@ def apply(
     still_there: Callable[[Action], bool] = _still_there,
     write_sysctl: Callable[[str, str], None] = _write_sysctl,
     kill_wait: float = 5.0,
+    busy_wait: float = 10.0,
 ) -> list[Failure]:
     """Carry out ``actions`` in order, going on after a failure; return the ones that failed.
 
     An action whose object is already gone is skipped (see ``still_there``), and one that fails
     because its object went meanwhile is no failure (the goal is reached). After the kills, it
     waits up to ``kill_wait`` seconds for the processes to exit, since their mounts and cgroups
-    cannot go before they do.
+    cannot go before they do. A mount still busy (a killed container's last file closing, under
+    load, after the processes are gone) is retried for up to ``busy_wait`` seconds, then detached
+    lazily (``umount --lazy``: gone from the mount table at once, freed by the kernel when its last
+    user closes it), which is what the host's mount table must show.
     """
     failures: list[Failure] = []
     killed: list[Action] = []
@@ -614,6 +635,8 @@ def apply(
         try:
             if action.kind == "sysctl":
                 write_sysctl(action.target, action.value)
+            elif action.kind == "umount":
+                _umount(action, run, still_there, busy_wait)
             else:
                 run(action.argv)
         except (OSError, subprocess.SubprocessError) as exc:

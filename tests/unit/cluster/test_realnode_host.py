@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from conformance.cluster.errors import HarnessError
+from conformance.cluster.realnode import host
 from conformance.cluster.realnode.host import (
     Action,
     Change,
@@ -492,14 +493,46 @@ def test_apply_runs_everything_goes_on_after_failures_and_skips_what_is_gone() -
         still_there=lambda a: a.kind != "link",  # the veth went with its network namespace
         write_sysctl=lambda name, value: written.append((name, value)),
         kill_wait=0,
+        busy_wait=0,
     )
-    assert ran == [a.argv for a in actions if a.kind in ("kill", "umount", "rmdir")]
+    lazy = ("umount", "--lazy", "/var/lib/kthena/node-1/kubelet")
+    assert ran == [actions[0].argv, actions[1].argv, lazy, actions[3].argv]
     assert written == [("net.ipv4.ip_forward", "0")]
     assert [f.action.kind for f in failures] == ["umount", "rmdir"]
     assert failures[0].error == "exit status 32: umount: target is busy."
     assert "Device or resource busy" in failures[1].error
     assert failures[0].line().startswith("umount /var/lib/kthena/node-1/kubelet (mounted after up): umount ")
     assert apply([], run) == []
+
+
+@pytest.mark.parametrize(
+    ("busy_for", "lazy_fails", "expected_runs", "failed"),
+    [
+        pytest.param(0, False, ["umount /m"], False, id="not-busy"),
+        pytest.param(1, False, ["umount /m"] * 2, False, id="busy-once-then-freed"),
+        pytest.param(99, False, ["umount /m"] * 2 + ["umount --lazy /m"], False, id="busy-past-the-wait-detached"),
+        pytest.param(99, True, ["umount /m"] * 2 + ["umount --lazy /m"], True, id="lazy-fails-too"),
+    ],
+)
+def test_a_busy_mount_is_retried_then_detached_lazily(
+    busy_for: int, lazy_fails: bool, expected_runs: list[str], failed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = iter(range(1000))  # each call of the clock is 1 s later
+    monkeypatch.setattr(host.time, "monotonic", lambda: float(next(clock)))
+    monkeypatch.setattr(host.time, "sleep", lambda seconds: None)
+    runs: list[str] = []
+
+    def run(argv: Sequence[str]) -> str:
+        runs.append(" ".join(argv))
+        lazy = "--lazy" in argv
+        if (lazy and lazy_fails) or (not lazy and runs.count("umount /m") <= busy_for):
+            raise subprocess.CalledProcessError(32, list(argv), "", "umount: target is busy.\n")
+        return ""
+
+    action = Action("umount", "/m", "mounted after up", ("umount", "/m"))
+    failures = apply([action], run, still_there=lambda a: True, busy_wait=1.5)
+    assert runs == expected_runs
+    assert bool(failures) is failed
 
 
 def test_apply_waits_for_killed_processes_before_unmounting() -> None:
