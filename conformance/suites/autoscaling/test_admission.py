@@ -37,7 +37,10 @@ def valid() -> dict[str, Any]:
             "homogeneousTarget": {
                 "minReplicas": 1,
                 "maxReplicas": 4,
-                "target": {"targetRef": {"kind": "ModelServing", "name": "ms"}, "metricSources": {"load": PROM}},
+                "target": {
+                    "targetRef": {"kind": "ModelServing", "name": "ms"},
+                    "metricSources": {"load": copy.deepcopy(PROM)},
+                },
             },
         },
     }
