@@ -641,6 +641,15 @@ FAULTS: dict[str, str] = {
         "a heterogeneous target's replicas above the groups' minimums all go to the cheapest group, past its "
         "maxReplicas (the total is still bounded by the sum of the maxReplicas)"
     ),
+    "autoscaler-pod-fixed-endpoint": (
+        "a pod metric source is scraped at :8100/metrics, the defaults, whatever its uri and port say"
+    ),
+    "autoscaler-pod-name-ignored": (
+        "a pod metric source reads the family named like the policy metric key, whatever its name says"
+    ),
+    "autoscaler-pod-name-not-defaulted": (
+        "a pod metric source without a name reads no family (the metric is missing) instead of the policy metric key"
+    ),
     "autoscaling-webhook-allows-no-target": (
         'the webhook accepts an AutoscalingPolicy with no target at all (the zero case of "exactly one target")'
     ),

@@ -56,6 +56,7 @@ class Feature(StrEnum):
     AUTOSCALING_ADMISSION = "AutoscalingAdmission"
     DISAGGREGATED_AUTOSCALING = "DisaggregatedAutoscaling"
     HETEROGENEOUS_AUTOSCALING = "HeterogeneousAutoscaling"
+    POD_METRIC_SOURCE = "PodMetricSource"
 
 
 @dataclass(frozen=True)
@@ -256,6 +257,12 @@ FEATURES: dict[Feature, FeatureInfo] = dict(
             "first, each within its bounds, and reports each in heterogeneousStatus.",
             Feature.AUTOSCALING,
         ),
+        _info(
+            Feature.POD_METRIC_SOURCE,
+            "A pod metric source: the autoscaler scrapes http://<podIP>:<port><uri> of the target's Pods and reads "
+            "the family its name (default: the metric key) identifies. Observed on real nodes only.",
+            Feature.AUTOSCALING,
+        ),
     ]
 )
 
@@ -334,9 +341,15 @@ PROFILES: dict[str, Profile] = {
         _profile(
             "Autoscaling",
             "AutoscalingPolicy: metric-driven replicas of a ModelServing (a real Prometheus the suite runs sets the "
-            "signal), optionally its admission, disaggregated Role scaling and heterogeneous splits by cost.",
+            "signal), optionally its admission, disaggregated Role scaling, heterogeneous splits by cost and Pods "
+            "scraped for their metrics.",
             [Feature.AUTOSCALING],
-            [Feature.AUTOSCALING_ADMISSION, Feature.DISAGGREGATED_AUTOSCALING, Feature.HETEROGENEOUS_AUTOSCALING],
+            [
+                Feature.AUTOSCALING_ADMISSION,
+                Feature.DISAGGREGATED_AUTOSCALING,
+                Feature.HETEROGENEOUS_AUTOSCALING,
+                Feature.POD_METRIC_SOURCE,
+            ],
         ),
     )
 }

@@ -53,6 +53,7 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 from yarl import URL
 
+from .. import faults
 from ..api.autoscaling import LabelSelector, PodMetricSource, PrometheusMetricSource
 
 DEFAULT_TIMEOUT_SECONDS = 3.0  # upstream's scrape and query timeout
@@ -215,12 +216,18 @@ selector_matches = pod_selector_matches
 
 def metric_name(source: PodMetricSource, key: str) -> str:
     """The family a pod source reads: its ``name``, or the policy metric key when omitted (or empty)."""
+    if faults.active("autoscaler-pod-name-ignored"):
+        return key  # the fault: the policy metric key, whatever name says
+    if faults.active("autoscaler-pod-name-not-defaulted") and not source.name:
+        return ""  # the fault: no family is named, so none is found (the metric is missing)
     return source.name or key
 
 
 def scrape_url(pod_ip: str, source: PodMetricSource) -> str:
     """``http://<podIP>:<port><uri>`` (an IPv6 address in brackets)."""
     host = f"[{pod_ip}]" if ":" in pod_ip and not pod_ip.startswith("[") else pod_ip
+    if faults.active("autoscaler-pod-fixed-endpoint"):
+        return f"http://{host}:8100/metrics"  # the fault: the defaults, whatever uri and port say
     return f"http://{host}:{source.port}{source.uri}"
 
 

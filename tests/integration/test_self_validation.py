@@ -319,6 +319,10 @@ CAUGHT_BY: dict[str, list[str]] = {
 # host runs one real-node cluster at a time, and the control run holds it in the own-controller pass).
 REAL_NODE_CAUGHT_BY: dict[str, list[str]] = {
     "hostname-as-fqdn": ["dns/in-container/hostname-and-addresses"],
+    # a Pod metric source needs Pods that serve metrics: running containers
+    "autoscaler-pod-fixed-endpoint": ["autoscaling/pod-metric/scrape"],
+    "autoscaler-pod-name-ignored": ["autoscaling/pod-metric/scrape"],
+    "autoscaler-pod-name-not-defaulted": ["autoscaling/pod-metric/scrape"],
 }
 
 # fault -> why no spec-backed behaviour can notice it

@@ -685,7 +685,13 @@ def test_support_file_claims_what_the_reference_declares_plus_dns_on_kind() -> N
     reference = yaml.safe_load((ROOT / "conformance" / "implementations" / "kthena-ref-support.yaml").read_text())
     ci = yaml.safe_load(SUPPORT.read_text())
     assert ci["implementation"]["version"] == reference["implementation"]["version"]
-    autoscaling = {"Autoscaling", "AutoscalingAdmission", "DisaggregatedAutoscaling", "HeterogeneousAutoscaling"}
+    autoscaling = {
+        "Autoscaling",
+        "AutoscalingAdmission",
+        "DisaggregatedAutoscaling",
+        "HeterogeneousAutoscaling",
+        "PodMetricSource",
+    }
     assert set(reference["supportedFeatures"]) - autoscaling <= set(ci["supportedFeatures"])
     assert set(ci["supportedFeatures"]) - set(reference["supportedFeatures"]) <= {"DNSResolution"}
 

@@ -81,6 +81,7 @@ def test_prerequisites_are_known_and_acyclic() -> None:
         pytest.param(Feature.AUTOSCALING_ADMISSION, {Feature.AUTOSCALING}, id="autoscaling-admission"),
         pytest.param(Feature.DISAGGREGATED_AUTOSCALING, {Feature.AUTOSCALING}, id="disaggregated-autoscaling"),
         pytest.param(Feature.HETEROGENEOUS_AUTOSCALING, {Feature.AUTOSCALING}, id="heterogeneous-autoscaling"),
+        pytest.param(Feature.POD_METRIC_SOURCE, {Feature.AUTOSCALING}, id="pod-metric-source"),
     ],
 )
 def test_prerequisites(feature: Feature, requires: set[Feature]) -> None:
@@ -128,7 +129,7 @@ def test_prerequisites(feature: Feature, requires: set[Feature]) -> None:
         pytest.param(
             "Autoscaling",
             {"Autoscaling"},
-            {"AutoscalingAdmission", "DisaggregatedAutoscaling", "HeterogeneousAutoscaling"},
+            {"AutoscalingAdmission", "DisaggregatedAutoscaling", "HeterogeneousAutoscaling", "PodMetricSource"},
             id="autoscaling",
         ),
     ],

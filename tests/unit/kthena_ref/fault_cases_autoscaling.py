@@ -18,11 +18,12 @@ from decimal import Decimal
 from typing import Any
 
 from kthena_ref.admission.autoscaling_rules import validate_policy
-from kthena_ref.api.autoscaling import AutoscalingPolicySpec, StablePolicy
+from kthena_ref.api.autoscaling import AutoscalingPolicySpec, PodMetricSource, StablePolicy
 from kthena_ref.api.autoscaling_crd import UNCHECKED_FIELDS, UNSIZED_KEYWORDS, crd
 from kthena_ref.autoscaler.decision import Memory, Policy, decide
 from kthena_ref.autoscaler.heterogeneous import Param, distribute
 from kthena_ref.autoscaler.loop import Autoscaler
+from kthena_ref.autoscaler.metrics import metric_name, scrape_url
 from kthena_ref.autoscaler.plan import Observed, Outcome, reconcile, units
 
 MS_NAME = "ms"
@@ -175,6 +176,21 @@ def probe_heterogeneous_order() -> tuple[int, ...]:
 def probe_heterogeneous_bounds() -> tuple[int, ...]:
     """The split of 8 replicas (every group's maximum) over :data:`_GROUPS`."""
     return distribute(8, _GROUPS, 200)
+
+
+def probe_pod_endpoint() -> str:
+    """The scrape URL of a pod source with uri /stats and port 8101 for Pod IP 10.0.0.7."""
+    return scrape_url("10.0.0.7", PodMetricSource(uri="/stats", port=8101))
+
+
+def probe_pod_named() -> str:
+    """The family read for metric key ``load`` by a pod source named ``engine_queue``."""
+    return metric_name(PodMetricSource(name="engine_queue"), "load")
+
+
+def probe_pod_unnamed() -> str:
+    """The family read for metric key ``load`` by a pod source without a name."""
+    return metric_name(PodMetricSource(), "load")
 
 
 def _spec_schema() -> dict[str, Any]:
@@ -393,6 +409,15 @@ CASES: list[tuple[Any, ...]] = [
     ),
     ("autoscaler-heterogeneous-listed-order", probe_heterogeneous_order, (1, 2), (2, 1), ()),
     ("autoscaler-heterogeneous-unbounded", probe_heterogeneous_bounds, (4, 4), (1, 7), ()),
+    (
+        "autoscaler-pod-fixed-endpoint",
+        probe_pod_endpoint,
+        "http://10.0.0.7:8101/stats",
+        "http://10.0.0.7:8100/metrics",
+        (),
+    ),
+    ("autoscaler-pod-name-ignored", probe_pod_named, "engine_queue", "load", ()),
+    ("autoscaler-pod-name-not-defaulted", probe_pod_unnamed, "load", "", ()),
     ("autoscaling-webhook-allows-no-target", probe_no_target, ["spec"], [], ()),
     # the enums are also enums-not-validated's (every enum, of both CRDs)
     ("autoscaling-crd-no-bounds", probe_crd_bounds, (sorted(_BOUNDS), _REFUSED), ([], []), ("enums-not-validated",)),
