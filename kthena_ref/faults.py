@@ -650,6 +650,10 @@ FAULTS: dict[str, str] = {
     "autoscaler-pod-name-not-defaulted": (
         "a pod metric source without a name reads no family (the metric is missing) instead of the policy metric key"
     ),
+    "autoscaler-desired-after-ratio": (
+        "a disaggregated Role's status desiredReplicas reports the replicas after ratio enforcement instead of those "
+        "computed from its metrics"
+    ),
     "autoscaling-webhook-allows-no-target": (
         'the webhook accepts an AutoscalingPolicy with no target at all (the zero case of "exactly one target")'
     ),

@@ -305,8 +305,11 @@ def _disaggregated(
                 f"ratio {c.numerator_role}/{c.denominator_role} cannot be kept in [{c.min_ratio}, {c.max_ratio}] "
                 "within the Roles' replica bounds",
             )
+    roles_status = [_status(key, current, decision) for key, (current, decision) in decided.items()]
+    if faults.active("autoscaler-desired-after-ratio"):  # the fault: desiredReplicas after ratio enforcement
+        roles_status = [{**entry, "desiredReplicas": final[entry["name"]]} for entry in roles_status]
     disaggregated: dict[str, Any] = {
-        "roles": [_status(key, current, decision) for key, (current, decision) in decided.items()],
+        "roles": roles_status,
         "ratioAdjusted": adjusted,
     }
     if ratio_status is not None:

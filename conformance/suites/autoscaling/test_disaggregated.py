@@ -18,6 +18,8 @@ from typing import Any
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
 from conformance.framework.modelserving import ModelServings
+from conformance.framework.outcomes import Inconclusive
+from conformance.framework.waits import WaitTimeout
 
 from . import API, GROUP, TARGET_VALUE, VERSION, Policies, Signal, replicas_of, role_replicas_of, signal, target
 
@@ -135,7 +137,9 @@ def test_ratio_kept_against_the_metrics(ms: ModelServings, signal: Signal) -> No
 @behaviour(
     "autoscaling/disaggregated/ratio-adjusted",
     "When the ratio constraint overrides the Roles' metric-derived replicas, status.disaggregatedStatus.ratioAdjusted "
-    "MUST be true and ratioStatus MUST name the numerator and denominator Roles.",
+    "MUST be true, ratioStatus MUST name the numerator and denominator Roles, and each Role's entry in roles MUST "
+    "carry its name, its currentReplicas, the desiredReplicas its metrics ask for (before the ratio: prefill 2, decode "
+    "3) and a mode of Stable or Panic.",
     f"{API}#DisaggregatedScalingStatus",
     Feature.DISAGGREGATED_AUTOSCALING,
 )
@@ -152,3 +156,50 @@ def test_ratio_adjusted_reported(ms: ModelServings, signal: Signal) -> None:
     assert (ratio.get("numeratorRole"), ratio.get("denominatorRole")) == ("prefill", "decode"), (
         f"ratioStatus must name numeratorRole prefill and denominatorRole decode; seen {ratio}"
     )
+    # Once settled, each Role's entry reports what its own metric asks for, whichever side the ratio moved.
+    want = {"prefill": 2, "decode": 3}
+
+    def entries() -> dict[Any, Any]:
+        roles = (policies.status("adjusted").get("disaggregatedStatus") or {}).get("roles") or []
+        return {r.get("name"): r for r in roles if isinstance(r, dict)}
+
+    def reports(seen: dict[Any, Any]) -> bool:
+        current = role_replicas_of(ms, "adjusted")()
+        return set(seen) == set(want) and all(
+            seen[n].get("desiredReplicas") == want[n] and seen[n].get("currentReplicas") == current[n]
+            and seen[n].get("mode") in ("Stable", "Panic") for n in want
+        )  # fmt: skip
+
+    ms.wait("status-updated", f"disaggregatedStatus.roles naming prefill and decode with desiredReplicas {want}, "
+            "currentReplicas as the Roles have them and mode Stable or Panic", entries, until=reports)  # fmt: skip
+
+
+@behaviour(
+    "autoscaling/disaggregated/missing-source-changes-nothing",
+    "A Role of a disaggregatedTarget whose metricSources has no key for its metric ('Missing keys are treated as "
+    "missing metrics for that reconcile loop') MUST keep its replicas: a Role at 2 in [1, 5] stays at 2.",
+    f"{API}#RoleScalingParam",
+    Feature.DISAGGREGATED_AUTOSCALING,
+)
+def test_role_without_a_source_keeps_its_replicas(ms: ModelServings, signal: Signal) -> None:
+    signal.set(ms, "nosrc", 50)  # readable, it asks for 5
+    ms.create(target("nosrc", replicas=1, roles={"prefill": 1, "decode": 2}))
+    policies = Policies(ms)
+    refusal = policies.try_create(
+        policy("nosrc", {"decode": {"minReplicas": 1, "maxReplicas": 5, "metricSources": {}}})
+    )
+    if refusal is not None:  # a stricter admission (upstream's wants a source per scaled Role): nothing to observe
+        raise Inconclusive(f"a Role without a metric source was refused at admission (HTTP {refusal.status}), so how "
+                           "a missing key is treated at runtime cannot be observed")  # fmt: skip
+    ms.holds("Role decode stays at 2 without a metric source", role_replicas_of(ms, "nosrc"),
+             lambda r: r.get("decode") == 2, wait="autoscale-steady")  # fmt: skip
+    # The control: given the source, the same policy must scale, or the observation above proved nothing.
+    policies.patch("nosrc", {"spec": {"disaggregatedTarget": {"roles": {"decode": {
+        "metricSources": {"load": signal.source(ms, "nosrc")}}}}}})  # fmt: skip
+    try:
+        ms.wait("autoscale", "Role decode raised to 5 once its metric reads 50", role_replicas_of(ms, "nosrc"),
+                until=lambda r: r.get("decode") == 5)  # fmt: skip
+    except WaitTimeout as exc:
+        raise Inconclusive(
+            f"the policy never scaled even with a metric source, so 'nothing changed' shows nothing: {exc}"
+        ) from None

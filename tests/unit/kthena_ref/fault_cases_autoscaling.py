@@ -95,6 +95,12 @@ def probe_ratio_adjusted() -> Any:
     return _ratio_outcome().status["disaggregatedStatus"]["ratioAdjusted"]
 
 
+def probe_desired() -> dict[str, int]:
+    """The Roles' desiredReplicas in the status of the ratio outcome (the metrics ask for 2 and 2)."""
+    roles = _ratio_outcome().status["disaggregatedStatus"]["roles"]
+    return {r["name"]: r["desiredReplicas"] for r in roles}
+
+
 def probe_fixed_role() -> list[str]:
     """A fixed Role (3 of 3) at 1 replica beside a scalable one, no metrics: the Roles the status reports."""
     spec = _disaggregated(
@@ -418,6 +424,14 @@ CASES: list[tuple[Any, ...]] = [
     ),
     ("autoscaler-pod-name-ignored", probe_pod_named, "engine_queue", "load", ()),
     ("autoscaler-pod-name-not-defaulted", probe_pod_unnamed, "load", "", ()),
+    # undersizes changes what the metrics ask for, so the desiredReplicas too
+    (
+        "autoscaler-desired-after-ratio",
+        probe_desired,
+        {"prefill": 2, "decode": 2},
+        {"prefill": 4, "decode": 2},
+        ("autoscaler-undersizes",),
+    ),
     ("autoscaling-webhook-allows-no-target", probe_no_target, ["spec"], [], ()),
     # the enums are also enums-not-validated's (every enum, of both CRDs)
     ("autoscaling-crd-no-bounds", probe_crd_bounds, (sorted(_BOUNDS), _REFUSED), ([], []), ("enums-not-validated",)),
