@@ -654,6 +654,10 @@ FAULTS: dict[str, str] = {
         "a disaggregated Role's status desiredReplicas reports the replicas after ratio enforcement instead of those "
         "computed from its metrics"
     ),
+    "autoscaler-never-panics": (
+        "the decision never enters panic mode, however far the metrics exceed panicThresholdPercent: mode stays "
+        "Stable and only the stable policy's steps apply"
+    ),
     "autoscaling-webhook-allows-no-target": (
         'the webhook accepts an AutoscalingPolicy with no target at all (the zero case of "exactly one target")'
     ),

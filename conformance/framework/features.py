@@ -57,6 +57,7 @@ class Feature(StrEnum):
     DISAGGREGATED_AUTOSCALING = "DisaggregatedAutoscaling"
     HETEROGENEOUS_AUTOSCALING = "HeterogeneousAutoscaling"
     POD_METRIC_SOURCE = "PodMetricSource"
+    AUTOSCALING_PANIC = "AutoscalingPanic"
 
 
 @dataclass(frozen=True)
@@ -263,6 +264,12 @@ FEATURES: dict[Feature, FeatureInfo] = dict(
             "the family its name (default: the metric key) identifies. Observed on real nodes only.",
             Feature.AUTOSCALING,
         ),
+        _info(
+            Feature.AUTOSCALING_PANIC,
+            "Panic mode: a load far above panicThresholdPercent of the target values puts the unit in Panic mode, "
+            "reported in its status.",
+            Feature.AUTOSCALING,
+        ),
     ]
 )
 
@@ -341,14 +348,15 @@ PROFILES: dict[str, Profile] = {
         _profile(
             "Autoscaling",
             "AutoscalingPolicy: metric-driven replicas of a ModelServing (a real Prometheus the suite runs sets the "
-            "signal), optionally its admission, disaggregated Role scaling, heterogeneous splits by cost and Pods "
-            "scraped for their metrics.",
+            "signal), optionally its admission, disaggregated Role scaling, heterogeneous splits by cost, Pods "
+            "scraped for their metrics and panic mode.",
             [Feature.AUTOSCALING],
             [
                 Feature.AUTOSCALING_ADMISSION,
                 Feature.DISAGGREGATED_AUTOSCALING,
                 Feature.HETEROGENEOUS_AUTOSCALING,
                 Feature.POD_METRIC_SOURCE,
+                Feature.AUTOSCALING_PANIC,
             ],
         ),
     )

@@ -311,6 +311,7 @@ CAUGHT_BY: dict[str, list[str]] = {
     "autoscaler-heterogeneous-listed-order": ["autoscaling/heterogeneous/cheaper-first"],
     "autoscaler-heterogeneous-unbounded": ["autoscaling/heterogeneous/params-bounded"],
     "autoscaler-desired-after-ratio": ["autoscaling/disaggregated/ratio-adjusted"],
+    "autoscaler-never-panics": ["autoscaling/panic/mode-reported"],
     "autoscaling-webhook-allows-no-target": ["autoscaling/admission/exactly-one-target"],
     "autoscaling-crd-no-bounds": ["autoscaling/admission/documented-bounds"],
     "autoscaling-crd-no-sizes": ["autoscaling/admission/documented-sizes"],

@@ -691,6 +691,7 @@ def test_support_file_claims_what_the_reference_declares_plus_dns_on_kind() -> N
         "DisaggregatedAutoscaling",
         "HeterogeneousAutoscaling",
         "PodMetricSource",
+        "AutoscalingPanic",
     }
     assert set(reference["supportedFeatures"]) - autoscaling <= set(ci["supportedFeatures"])
     assert set(ci["supportedFeatures"]) - set(reference["supportedFeatures"]) <= {"DNSResolution"}

@@ -82,6 +82,7 @@ def test_prerequisites_are_known_and_acyclic() -> None:
         pytest.param(Feature.DISAGGREGATED_AUTOSCALING, {Feature.AUTOSCALING}, id="disaggregated-autoscaling"),
         pytest.param(Feature.HETEROGENEOUS_AUTOSCALING, {Feature.AUTOSCALING}, id="heterogeneous-autoscaling"),
         pytest.param(Feature.POD_METRIC_SOURCE, {Feature.AUTOSCALING}, id="pod-metric-source"),
+        pytest.param(Feature.AUTOSCALING_PANIC, {Feature.AUTOSCALING}, id="autoscaling-panic"),
     ],
 )
 def test_prerequisites(feature: Feature, requires: set[Feature]) -> None:
@@ -129,7 +130,13 @@ def test_prerequisites(feature: Feature, requires: set[Feature]) -> None:
         pytest.param(
             "Autoscaling",
             {"Autoscaling"},
-            {"AutoscalingAdmission", "DisaggregatedAutoscaling", "HeterogeneousAutoscaling", "PodMetricSource"},
+            {
+                "AutoscalingAdmission",
+                "DisaggregatedAutoscaling",
+                "HeterogeneousAutoscaling",
+                "PodMetricSource",
+                "AutoscalingPanic",
+            },
             id="autoscaling",
         ),
     ],

@@ -42,6 +42,12 @@ def probe_exceeds_max() -> tuple[int, int]:
     return _decide(2, 1, 4, 10)
 
 
+def probe_panics() -> str:
+    """1 replica in [1, 10] and a load of 10 (10x what one replica serves, past the 200% threshold): the mode."""
+    decision = decide(1, Policy(1, 10, LOAD), {"load": Decimal(10)}, 0.0, Memory())
+    return str(decision.mode)
+
+
 def probe_never_scales_down() -> int:
     """4 replicas in [1, 10] and a load of 1: the replicas written."""
     return _decide(4, 1, 10, 1)[0]
@@ -377,7 +383,8 @@ CASES: list[tuple[Any, ...]] = [
     ("autoscaler-never-scales-down", probe_never_scales_down, 1, 4, ()),
     ("autoscaler-ignores-min", probe_ignores_min, 3, 1, ()),
     ("autoscaler-missing-metric-as-zero", probe_missing_metric, 4, 1, ()),
-    ("autoscaler-undersizes", probe_undersizes, ((4, 4), (10, 10)), ((3, 3), (9, 9)), ()),
+    # never-panics takes the second load in stable steps
+    ("autoscaler-undersizes", probe_undersizes, ((4, 4), (10, 10)), ((3, 3), (9, 9)), ("autoscaler-never-panics",)),
     (
         "autoscaler-no-status",
         probe_no_status,
@@ -432,6 +439,7 @@ CASES: list[tuple[Any, ...]] = [
         {"prefill": 4, "decode": 2},
         ("autoscaler-undersizes",),
     ),
+    ("autoscaler-never-panics", probe_panics, "Panic", "Stable", ()),
     ("autoscaling-webhook-allows-no-target", probe_no_target, ["spec"], [], ()),
     # the enums are also enums-not-validated's (every enum, of both CRDs)
     ("autoscaling-crd-no-bounds", probe_crd_bounds, (sorted(_BOUNDS), _REFUSED), ([], []), ("enums-not-validated",)),
