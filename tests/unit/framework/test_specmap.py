@@ -29,7 +29,7 @@ from conformance.framework.specmap import (
 # The asserted percentage of each in-scope topic's MUST statements in the real spec map may not fall
 # below these. Raise them when coverage grows (never lower one to make a change pass: assert or
 # explain the statement). AutoscalingPolicy came into scope on 2026-12-05 at 10 of 37.
-MUST_ASSERTED_FLOOR = {"ModelServing": 92.9, "AutoscalingPolicy": 27.0}
+MUST_ASSERTED_FLOOR = {"ModelServing": 92.9, "AutoscalingPolicy": 72.9}
 
 SPEC = "api-reference-workload-v1alpha1.txt#ModelServingSpec"
 CATALOG = [
