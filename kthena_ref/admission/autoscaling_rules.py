@@ -83,6 +83,7 @@ from pydantic import ValidationError
 
 from .. import faults
 from ..api.autoscaling import (
+    TARGET_KIND,
     AutoscalingPolicy,
     AutoscalingPolicySpec,
     Metric,
@@ -90,12 +91,12 @@ from ..api.autoscaling import (
     ObjectReference,
     Target,
     quantity,
+    supported_target_kind,
 )
 from ..api.autoscaling_crd import UNCHECKED_ERRORS, UNCHECKED_FIELDS, UNSIZED_ERRORS, UNSIZED_FIELDS
 from ..api.types import GROUP
 from .rules import FieldError, _loc
 
-TARGET_KIND = "ModelServing"
 TARGETS = ("homogeneousTarget", "heterogeneousTarget", "disaggregatedTarget")
 
 
@@ -161,7 +162,7 @@ def lookup_target(obj: dict[str, Any]) -> tuple[str | None, str] | None:
     spec = obj.get("spec") if isinstance(obj, dict) else None
     target = spec.get("disaggregatedTarget") if isinstance(spec, dict) else None
     ref = target.get("targetRef") if isinstance(target, dict) else None
-    if not isinstance(ref, dict) or ref.get("kind") not in (None, "", TARGET_KIND):
+    if not isinstance(ref, dict) or not supported_target_kind(ref.get("kind")):
         return None
     name, namespace = ref.get("name"), ref.get("namespace")
     if not isinstance(name, str) or not name:
@@ -282,7 +283,7 @@ def _target(target: Target, at: str, metric_names: set[str]) -> list[FieldError]
 def _target_ref(ref: ObjectReference, at: str) -> list[FieldError]:
     """R2-R4."""
     errors: list[FieldError] = []
-    if ref.kind not in (None, "", TARGET_KIND) and not faults.active("autoscaling-ignores-target-kind"):
+    if not supported_target_kind(ref.kind) and not faults.active("autoscaling-ignores-target-kind"):
         errors.append(
             FieldError(f"{at}.kind", f"{ref.kind!r} is not supported. Currently supported kinds: {TARGET_KIND}")
         )

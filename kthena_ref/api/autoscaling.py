@@ -26,6 +26,14 @@ from .types import API_VERSION
 
 KIND = "AutoscalingPolicy"
 PLURAL = "autoscalingpolicies"
+# Target.targetRef: "Default target GVK is ModelServing. Currently supported kinds: ModelServing."
+TARGET_KIND = "ModelServing"
+
+
+def supported_target_kind(kind: object) -> bool:
+    """Whether a targetRef's ``kind`` names what an AutoscalingPolicy can scale (empty: the default)."""
+    return kind in (None, "", TARGET_KIND)
+
 
 # resource.Quantity's wire form: an integer or a string (the API server checks the pattern).
 QUANTITY_PATTERN = (

@@ -32,6 +32,7 @@ from typing import Any
 
 from .. import faults
 from ..api.autoscaling import (
+    TARGET_KIND,
     AutoscalingPolicySpec,
     Metric,
     MetricSource,
@@ -39,6 +40,7 @@ from ..api.autoscaling import (
     PodMetricSource,
     StablePolicy,
     quantity,
+    supported_target_kind,
 )
 from ..planner.names import LABEL_ENTRY, LABEL_ROLE
 from . import heterogeneous, ratio
@@ -182,13 +184,17 @@ def reconcile(
 
 def _unsupported_kinds(spec: AutoscalingPolicySpec) -> list[str]:
     """A problem per targetRef naming a kind other than ModelServing (empty: the default, ModelServing)."""
-    refs = [t.target.target_ref for t in [spec.homogeneous_target] if t is not None]
-    refs += [p.target.target_ref for p in spec.heterogeneous_target.params] if spec.heterogeneous_target else []
-    refs += [spec.disaggregated_target.target_ref] if spec.disaggregated_target else []
+    refs = []
+    if spec.homogeneous_target is not None:
+        refs.append(spec.homogeneous_target.target.target_ref)
+    if spec.heterogeneous_target is not None:
+        refs += [p.target.target_ref for p in spec.heterogeneous_target.params]
+    if spec.disaggregated_target is not None:
+        refs.append(spec.disaggregated_target.target_ref)
     return [
-        f"targetRef {ref.name!r} is a {ref.kind}, which is not supported: only ModelServing targets are scaled"
+        f"targetRef {ref.name!r} is a {ref.kind}, which is not supported: only {TARGET_KIND} targets are scaled"
         for ref in refs
-        if ref.kind not in (None, "", "ModelServing")
+        if not supported_target_kind(ref.kind)
     ]
 
 
