@@ -119,21 +119,21 @@ def target(name: str, replicas: int = 1, roles: dict[str, int] | None = None) ->
     }
 
 
-def homogeneous(name: str, ms_name: str, source: dict[str, Any], low: int, high: int) -> dict[str, Any]:
-    """A policy scaling ModelServing ``ms_name`` on one metric ``load`` (target :data:`TARGET_VALUE`)."""
+def policy_object(name: str, target: dict[str, Any]) -> dict[str, Any]:
+    """An AutoscalingPolicy ``name`` with ``target`` (one of the three target fields) on one metric ``load`` of
+    target value :data:`TARGET_VALUE`."""
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "AutoscalingPolicy",
         "metadata": {"name": name},
-        "spec": {
-            "metrics": [{"name": "load", "targetValue": TARGET_VALUE}],
-            "homogeneousTarget": {
-                "minReplicas": low,
-                "maxReplicas": high,
-                "target": {"targetRef": {"kind": "ModelServing", "name": ms_name}, "metricSources": {"load": source}},
-            },
-        },
+        "spec": {"metrics": [{"name": "load", "targetValue": TARGET_VALUE}], **target},
     }
+
+
+def homogeneous(name: str, ms_name: str, source: dict[str, Any], low: int, high: int) -> dict[str, Any]:
+    """A policy scaling ModelServing ``ms_name`` on one metric ``load`` (target :data:`TARGET_VALUE`)."""
+    target = {"targetRef": {"kind": "ModelServing", "name": ms_name}, "metricSources": {"load": source}}
+    return policy_object(name, {"homogeneousTarget": {"minReplicas": low, "maxReplicas": high, "target": target}})
 
 
 class Policies:

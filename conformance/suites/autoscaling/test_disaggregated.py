@@ -21,7 +21,7 @@ from conformance.framework.modelserving import ModelServings
 from conformance.framework.outcomes import Inconclusive
 from conformance.framework.waits import WaitTimeout
 
-from . import API, GROUP, TARGET_VALUE, VERSION, Policies, Signal, replicas_of, role_replicas_of, signal, target
+from . import API, TARGET_VALUE, Policies, Signal, policy_object, replicas_of, role_replicas_of, signal, target
 
 __all__ = ["signal"]  # the fixture, used by name
 
@@ -32,12 +32,7 @@ def policy(name: str, roles: dict[str, Any], ratio: dict[str, Any] | None = None
     spec: dict[str, Any] = {"targetRef": {"kind": "ModelServing", "name": name}, "roles": roles}
     if ratio is not None:
         spec["ratioConstraint"] = ratio
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "AutoscalingPolicy",
-        "metadata": {"name": name},
-        "spec": {"metrics": [{"name": "load", "targetValue": TARGET_VALUE}], "disaggregatedTarget": spec},
-    }
+    return policy_object(name, {"disaggregatedTarget": spec})
 
 
 def scaled(signal: Signal, ms: ModelServings, series: str, low: int, high: int) -> dict[str, Any]:

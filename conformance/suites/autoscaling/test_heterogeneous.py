@@ -21,7 +21,7 @@ from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
 from conformance.framework.modelserving import ModelServings
 
-from . import API, GROUP, TARGET_VALUE, VERSION, Policies, Signal, replicas_of, signal, target
+from . import API, Policies, Signal, policy_object, replicas_of, signal, target
 
 __all__ = ["signal"]  # the fixture, used by name
 
@@ -43,15 +43,7 @@ def policy(ms: ModelServings, signal: Signal, name: str, high: int = 4) -> dict[
             "target": {"targetRef": ref, "metricSources": source},
         }
 
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "AutoscalingPolicy",
-        "metadata": {"name": name},
-        "spec": {
-            "metrics": [{"name": "load", "targetValue": TARGET_VALUE}],
-            "heterogeneousTarget": {"params": [param(EXPENSIVE, 100), param(CHEAP, 60)]},
-        },
-    }
+    return policy_object(name, {"heterogeneousTarget": {"params": [param(EXPENSIVE, 100), param(CHEAP, 60)]}})
 
 
 def start(ms: ModelServings, signal: Signal, name: str, load: float) -> Policies:
