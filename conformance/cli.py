@@ -416,6 +416,14 @@ def binaries_path() -> None:
     "the host supports them, or as KTHENA_REAL_NODES=on|off|auto says; --real-nodes makes a host that cannot an "
     "error]",
 )
+@click.option(
+    "--runner-address",
+    default=None,
+    metavar="HOST",
+    help="the address at which the cluster's workloads (an in-cluster autoscaler) reach this machine; the "
+    "Autoscaling tests' Prometheus server listens there [default: the provider's: kind its Docker network's "
+    "gateway, local 127.0.0.1; give it for an existing cluster whose controller runs in the cluster]",
+)
 def run_command(
     provider_name: str,
     name: str,
@@ -450,6 +458,7 @@ def run_command(
     fake_devices: bool | None,
     fake_device_faults: tuple[str, ...],
     real_nodes: bool | None,
+    runner_address: str | None,
 ) -> None:
     """Provision a cluster, deploy the implementation, run the suite, write the report.
 
@@ -499,6 +508,7 @@ def run_command(
         fake_devices=fake_devices,
         fake_device_faults=list(fake_device_faults),
         real_nodes=real_nodes,
+        runner_address=runner_address,
     )
     result = run_suite(options, progress=_progress_printer())
     report = result.report

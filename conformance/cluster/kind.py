@@ -37,6 +37,8 @@ from .errors import HarnessError, UnsupportedOperation
 from .faults import Fault, FaultInjector
 from .paths import runs_root
 from .provider import ClusterInfo, Progress, Provider, quiet
+from .runner_address import DETAILS_KEY as RUNNER_ADDRESS
+from .runner_address import KIND_NETWORK, docker_network_gateway
 from .spec import ClusterSpec, NodePool
 from .versions import KIND_NODE_IMAGE, PINNED
 
@@ -175,6 +177,19 @@ def _run(argv: Sequence[str], *, timeout: float = 600) -> str:
     return proc.stdout
 
 
+def network_inspect_command(network: str) -> list[str]:
+    return ["docker", "network", "inspect", network]
+
+
+def network_gateway(network: str) -> str | None:
+    """The gateway of Docker network ``network`` (an address of this host that its containers reach),
+    or None when docker cannot say."""
+    try:
+        return docker_network_gateway(_run(network_inspect_command(network), timeout=30))
+    except HarnessError:
+        return None
+
+
 def require_docker_engine(provider: str) -> None:
     """Fail with one clear message when no Docker engine answers (kind and k3s need one)."""
     if shutil.which("docker") is None:
@@ -301,6 +316,9 @@ class KindProvider(Provider):
         marker = directory / REAL_NODES_FILE
         if marker.exists():
             details["realNodes"] = json.loads(marker.read_text())
+        gateway = network_gateway(KIND_NETWORK)
+        if gateway is not None:
+            details[RUNNER_ADDRESS] = gateway
         return ClusterInfo(
             provider=self.name,
             name=name,

@@ -24,6 +24,10 @@ def quiet(_: str) -> None:
     """A progress callback that prints nothing."""
 
 
+# The details a report repeats (the others are for the harness: ports, run dirs).
+REPORTED_DETAILS = frozenset({"versions", "timings", "nodes", "dns", "realNodes", "runnerAddress"})
+
+
 @dataclass(frozen=True)
 class ClusterInfo:
     """A ready cluster: how to reach it and what it is."""
@@ -44,7 +48,7 @@ class ClusterInfo:
             "kubernetesVersion": self.kubernetes_version,
             "context": self.context,
             "simulates": list(self.simulates),
-            **{k: v for k, v in self.details.items() if k in {"versions", "timings", "nodes", "dns", "realNodes"}},
+            **{k: v for k, v in self.details.items() if k in REPORTED_DETAILS},
         }
 
     def to_json(self) -> str:

@@ -67,6 +67,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="JSON argv that restarts the implementation's controller and returns once it is back (set by the "
         "runner when it runs the controller; overrides the support file's controllerRestart)",
     )
+    g.addoption(
+        "--runner-address",
+        default=None,
+        help="the address the cluster's workloads reach this machine at (the Autoscaling tests' Prometheus "
+        "listens there); default: the cluster info's runnerAddress, else 127.0.0.1",
+    )
     g.addoption("--run-id", default=None, help="label every test namespace with this run id")
     g.addoption("--suite-pass", choices=["all", "parallel", "serial"], default="all", help="which tests this pass runs")
     g.addoption(
@@ -115,10 +121,27 @@ class SuiteState:
         self.kubeconfig: str | None = opt("--kubeconfig")
         self.context: str | None = opt("--context")
         self.cluster_info: str | None = opt("--cluster-info")
+        self.runner_address_option: str | None = opt("--runner-address")
+        if self.runner_address_option is not None:
+            from ..cluster.runner_address import RunnerAddressError, parse
+
+            try:
+                parse(self.runner_address_option)
+            except RunnerAddressError as exc:
+                raise pytest.UsageError(str(exc)) from None
         self.results_file = Path(opt("--results-file")) if opt("--results-file") else None
         self.progress_file = Path(opt("--progress-file")) if opt("--progress-file") else None
         self.results: dict[str, dict[str, Any]] = {}  # nodeid -> phases, in the controlling process
         self.started = time.time()
+
+    def runner_address(self) -> tuple[str, str]:
+        """The address the cluster's workloads reach this machine at, and where it came from
+        (``--runner-address``, the cluster info's, or the loopback default: runner_address.choose)."""
+        from ..cluster.provider import ClusterInfo
+        from ..cluster.runner_address import choose
+
+        details = ClusterInfo.from_json(Path(self.cluster_info).read_text()).details if self.cluster_info else {}
+        return choose(self.runner_address_option, details)
 
 
 STATE = pytest.StashKey[SuiteState]()

@@ -82,10 +82,20 @@ class RunOptions:
     # Real nodes on the embedded cluster (run/realnodes.py): True insists, False never, None (default)
     # when the host supports them.
     real_nodes: bool | None = None
+    # The address the cluster's workloads reach this machine at (runner_address.py): the Autoscaling
+    # tests' Prometheus is served there. None: the provider's (kind: its network's gateway; local: loopback).
+    runner_address: str | None = None
 
 
 def check_cluster_options(options: RunOptions) -> None:
     """:class:`RunOptionError` when the cluster options cannot mean what they say. Pure."""
+    if options.runner_address is not None:
+        from ..cluster.runner_address import RunnerAddressError, parse
+
+        try:
+            parse(options.runner_address)
+        except RunnerAddressError as exc:
+            raise RunOptionError(str(exc)) from None
     if options.cluster_name is None:
         return
     if options.provider_name == "existing":

@@ -436,6 +436,8 @@ def _pytest_base(
         args.append(f"--shard={options.shard}")
     if controller_log is not None:
         args += ["--controller-log", str(controller_log)]
+    if options.runner_address:
+        args += ["--runner-address", options.runner_address]
     args += [f"--capabilities={p.resolve()}" for p in options.capabilities]
     return [*args, *options.pytest_args]
 

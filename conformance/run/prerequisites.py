@@ -47,7 +47,9 @@ PREREQUISITES: tuple[Prerequisite, ...] = (
         "Autoscaling",
         "the AutoscalingPolicy CRD (the implementation's), and a Prometheus server binary the suite runs to set the "
         "metrics (`kthena-conformance binaries build --prometheus`); the implementation's autoscaler must reach "
-        "127.0.0.1 of the machine running the suite (a controller on the same host)",
+        "the machine running the suite at the runner address, where that server listens: 127.0.0.1 on the local "
+        "provider, the Docker network's gateway on kind, --runner-address HOST anywhere else (an in-cluster "
+        "controller of an existing cluster)",
     ),
 )
 

@@ -305,3 +305,18 @@ def test_stale_directories_of_dead_owners_are_swept(tmp_path: Path) -> None:
     foreign.mkdir()  # no owner file: not touched
     assert sweep_stale_dirs(tmp_path) == [stale]
     assert not stale.exists() and mine.exists() and foreign.exists()
+
+
+@pytest.mark.parametrize(
+    ("advertise", "listen", "local"),
+    [("localhost", "0.0.0.0", "127.0.0.1"), ("127.0.0.1", "127.0.0.1", "127.0.0.1")],
+)
+def test_an_advertised_address_names_the_url_and_decides_where_it_listens(
+    tmp_path: Path, fake_binary: Path, advertise: str, listen: str, local: str
+) -> None:
+    with Prometheus(fake_binary, parent_dir=tmp_path / "runs", advertise=advertise) as prometheus:
+        (argv,) = _argvs(tmp_path)
+        assert f"--web.listen-address={listen}:{prometheus.port}" in argv
+        assert prometheus.url == f"http://{advertise}:{prometheus.port}"
+        assert prometheus.local_url == f"http://{local}:{prometheus.port}"
+        assert prometheus.query_value("load") == 42.0  # the runner's own queries go to local_url

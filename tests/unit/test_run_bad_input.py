@@ -83,6 +83,13 @@ current-context: c
             "the existing provider's cluster is the one --kubeconfig/--context name",
             id="name-with-existing",
         ),
+        pytest.param(
+            ["--runner-address", "http://172.18.0.1:9090"],
+            2,
+            "--runner-address: 'http://172.18.0.1:9090' is a URL",
+            id="runner-address-url",
+        ),
+        pytest.param(["--runner-address", "host:9090"], 2, "has a port", id="runner-address-port"),
         pytest.param(["--timeout", "pods-running=abc"], 2, "--timeout", id="bad-timeout"),
         pytest.param(["--timeout", "nap=3"], 2, "nap", id="unknown-timeout"),
         pytest.param(["--timeout-scale", "0"], 2, "--timeout-scale", id="bad-scale"),

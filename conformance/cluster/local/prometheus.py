@@ -7,7 +7,8 @@ embedded default is the Prometheus server built from the Go module proxy into th
 - :class:`MetricsEndpoint` is an HTTP server in a thread on 127.0.0.1 (a free port) that serves the
   Prometheus text format with the values a test sets: ``endpoint.set("load", 42)``, optionally
   with labels. Its :attr:`~MetricsEndpoint.address` is a scrape target.
-- :class:`Prometheus` starts the server on 127.0.0.1 (a free port) with a temporary data
+- :class:`Prometheus` starts the server on 127.0.0.1 (a free port; ``advertise`` another address
+  the cluster's workloads reach it at, :mod:`..runner_address`) with a temporary data
   directory and a generated configuration that scrapes the given targets every second (the
   targets can be changed while it runs: :meth:`~Prometheus.set_targets`), waits until
   ``/-/ready``, and answers instant queries (:meth:`~Prometheus.query`,
@@ -56,6 +57,7 @@ from prometheus_client.metrics_core import Metric
 
 from ..binaries import PROMETHEUS_BINARY, BinaryCache
 from ..errors import HarnessError
+from ..runner_address import LOOPBACK, listen_host, local_host, url_host
 from .processes import free_ports, log_tail, pid_alive, spawn, stop_all
 
 READY_TIMEOUT = 60.0  # start to /-/ready: ~0.1 s measured; generous for a loaded CI machine
@@ -294,6 +296,10 @@ def sweep_stale_dirs(parent: Path | None = None) -> list[Path]:
 class Prometheus:
     """A Prometheus server on 127.0.0.1 scraping ``targets``; see the module's description.
 
+    ``advertise``: the address the metrics source's URL names (:attr:`url`), one the cluster's
+    workloads reach this machine at; the server then listens there (an IP literal) or on every
+    address (a name), and the runner's own queries use :attr:`local_url`.
+
     ``binary`` defaults to the binary cache's build (:func:`prometheus_binary`, built if
     missing). ``log_path`` keeps the server's log somewhere that outlives it (by default it is in
     the temporary directory, removed at stop; a failed start quotes its tail).
@@ -311,8 +317,10 @@ class Prometheus:
         ready_timeout: float = READY_TIMEOUT,
         log_path: Path | None = None,
         parent_dir: Path | None = None,
+        advertise: str = LOOPBACK,
     ) -> None:
         self.binary = binary
+        self.advertise = advertise
         self.job = job
         self.metrics_path = metrics_path
         self.scrape_interval = scrape_interval
@@ -370,7 +378,7 @@ class Prometheus:
                 str(binary),
                 f"--config.file={config}",
                 f"--storage.tsdb.path={self.directory / 'data'}",
-                f"--web.listen-address=127.0.0.1:{self.port}",
+                f"--web.listen-address={url_host(listen_host(self.advertise))}:{self.port}",
                 # How long target changes wait before scrape pools follow (hidden flag, 5 s).
                 "--scrape.discovery-reload-interval=100ms",
                 "--no-auto-gomemlimit",
@@ -420,10 +428,18 @@ class Prometheus:
 
     @property
     def url(self) -> str:
-        """The HTTP API's base URL, ``http://127.0.0.1:PORT`` (the metrics source's URL)."""
+        """The HTTP API's base URL at the advertised address, ``http://127.0.0.1:PORT`` by default (the
+        metrics source's URL)."""
         if self.port is None:
             raise RuntimeError("Prometheus is not started")
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{url_host(self.advertise)}:{self.port}"
+
+    @property
+    def local_url(self) -> str:
+        """The HTTP API's base URL as this machine reaches it (the runner's own queries)."""
+        if self.port is None:
+            raise RuntimeError("Prometheus is not started")
+        return f"http://{url_host(local_host(self.advertise))}:{self.port}"
 
     @property
     def log_path(self) -> Path:
@@ -465,7 +481,7 @@ class Prometheus:
 
     def _ready(self) -> bool:
         try:
-            with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as resp:
+            with urllib.request.urlopen(f"{self.local_url}/-/ready", timeout=1) as resp:
                 return int(resp.status) == 200
         except (OSError, urllib.error.URLError):
             return False
@@ -473,7 +489,7 @@ class Prometheus:
     def api(self, path: str, params: Mapping[str, str] | None = None, *, timeout: float = 5.0) -> Any:
         """``GET /api/v1/<path>``: the response's ``data``; a HarnessError when it failed."""
         query = f"?{urllib.parse.urlencode(params)}" if params else ""
-        url = f"{self.url}/api/v1/{path.lstrip('/')}{query}"
+        url = f"{self.local_url}/api/v1/{path.lstrip('/')}{query}"
         try:
             with urllib.request.urlopen(url, timeout=timeout) as resp:
                 body = json.loads(resp.read())

@@ -30,6 +30,8 @@ from ..paths import runs_root
 from ..provider import ClusterInfo, Progress, Provider, kwok_fault_injector, quiet
 from ..realnode import preflight
 from ..realnode.fleet import restore as restore_real_nodes
+from ..runner_address import DETAILS_KEY as RUNNER_ADDRESS
+from ..runner_address import LOOPBACK
 from ..spec import ClusterSpec
 from ..versions import COREDNS, PINNED
 from .components import RunLayout
@@ -406,6 +408,8 @@ class LocalProvider(Provider):
                 "run_dir": state.get("run_dir"),
                 **({"dns": dns} if dns else {}),
                 **({"fake_devices": devices} if devices else {}),
+                # the reference and any implementation the run starts are processes on this machine
+                RUNNER_ADDRESS: LOOPBACK,
             },
         )
 

@@ -4,9 +4,10 @@
 it every second (``conformance.cluster.local.prometheus``; the binary from the binary cache). Each
 test's policy uses a Prometheus metric source whose ``serverURL`` is that server and whose query
 sums the test's own series (``conformance_load{namespace="<ns>", name="<name>"}``), so tests never
-see each other's signal. The server listens on 127.0.0.1 of the machine running the suite: the
-implementation's autoscaler must reach it there (true for a controller on the same host, the
-embedded cluster's default). Without the binary, or when it does not start, the test is
+see each other's signal. The server runs on the machine running the suite, at the address the
+cluster's workloads reach it at (``conformance.cluster.runner_address``): ``--runner-address``, else
+the provider's (kind: its Docker network's gateway), else 127.0.0.1 (a controller on the same host,
+the embedded cluster's default). Without the binary, or when it does not start there, the test is
 inconclusive, never a pass.
 
 **Timing.** The spec gives no loop period, no averaging window and no stabilisation: the waits
@@ -73,11 +74,13 @@ _started: list[Signal] = []
 
 
 @pytest.fixture(scope="session")
-def signal() -> Iterator[Signal]:
-    """The suite's metrics endpoint and Prometheus server, started once per test process."""
+def signal(suite: Any) -> Iterator[Signal]:
+    """The suite's metrics endpoint and Prometheus server, started once per test process at the
+    runner address (see the module's description)."""
     from conformance.cluster.errors import HarnessError
     from conformance.cluster.local.prometheus import MetricsEndpoint, Prometheus, prometheus_binary
 
+    address, origin = suite.runner_address()
     with _lock:
         try:
             binary = prometheus_binary()
@@ -85,10 +88,13 @@ def signal() -> Iterator[Signal]:
             raise Inconclusive(f"no Prometheus server for the autoscaling tests: {exc}") from None
         endpoint = MetricsEndpoint().start()
         try:
-            prometheus = Prometheus(binary, targets=[endpoint.address]).start()
+            prometheus = Prometheus(binary, targets=[endpoint.address], advertise=address).start()
         except Exception as exc:
             endpoint.stop()
-            raise Inconclusive(f"the autoscaling tests' Prometheus server did not start: {exc}") from None
+            raise Inconclusive(
+                f"the autoscaling tests' Prometheus server did not start at the runner address {address} "
+                f"(from {origin}): {exc}"
+            ) from None
     try:
         yield Signal(endpoint, prometheus)
     finally:
