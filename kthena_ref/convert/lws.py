@@ -9,8 +9,9 @@ template at size 1, and cannot migrate an existing child). Everything else is a 
 here and in ``docs/lws-readings.md`` (with the table of every LWS field):
 
 LW1  The child is named as the LeaderWorkerSet, in its namespace, carries a controller
-     ownerReference to it and a copy of its ``metadata.labels`` (not its annotations: they are
-     the LWS's own, e.g. kubectl's last-applied configuration).
+     ownerReference to it and a copy of its ``metadata.labels`` (none when it has none: the API
+     server stores no empty map), not its annotations (the LWS's own, e.g. kubectl's
+     last-applied configuration).
 LW2  ``spec.replicas`` is the LWS's ``spec.replicas`` (default 1): an LWS group is a ServingGroup.
 LW3  One Role, named ``default`` (upstream Kthena's name), with ``replicas: 1``: a group is one
      Role instance, so the Role's entry Pod is the leader and its workers are the group's workers.
@@ -196,17 +197,12 @@ class _Converter:
         if rollout is not None:
             child_spec["rolloutStrategy"] = rollout
         child_spec["recoveryPolicy"] = recovery
-        child = {
-            "apiVersion": MS_API_VERSION,
-            "kind": MS_KIND,
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "labels": {str(k): str(v) for k, v in self.mapping(meta.get("labels"), "metadata.labels").items()},
-                "ownerReferences": [owner_reference({**self.lws, "apiVersion": LWS_API_VERSION, "kind": LWS_KIND})],
-            },
-            "spec": child_spec,
-        }
+        child_meta: dict[str, Any] = {"name": name, "namespace": namespace}
+        labels = {str(k): str(v) for k, v in self.mapping(meta.get("labels"), "metadata.labels").items()}
+        if labels:  # the API server stores no empty map: an empty one would never match the stored child
+            child_meta["labels"] = labels
+        child_meta["ownerReferences"] = [owner_reference({**self.lws, "apiVersion": LWS_API_VERSION, "kind": LWS_KIND})]
+        child = {"apiVersion": MS_API_VERSION, "kind": MS_KIND, "metadata": child_meta, "spec": child_spec}
         self.admitted(child, entry_from)
         return self.result(None if self.problems else child)
 

@@ -149,6 +149,11 @@ def test_identity_labels_and_owner() -> None:
     }
 
 
+def test_no_labels_when_the_lws_has_none() -> None:
+    assert "labels" not in converted(lws())["metadata"]
+    assert "labels" not in converted(lws(meta(labels={})))["metadata"]
+
+
 def test_owner_reference_without_kind_in_the_source() -> None:
     """List items from the API server carry no apiVersion/kind; the ownerReference still does."""
     source = lws()
@@ -389,3 +394,16 @@ def test_every_problem_is_reported_at_once() -> None:
         "spec.leaderWorkerTemplate.subGroupPolicy",
     }
     assert [p.field for p in result.ignored] == ["spec.startupPolicy"]
+
+
+def test_a_stored_child_with_the_api_servers_defaults_needs_no_update() -> None:
+    """The child as stored (every schema default filled in, server metadata added) already holds
+    what the converter asks for, so the reconcile (kthena_ref.convert.plan) writes nothing."""
+    from kthena_ref.convert.plan import plan
+
+    source = lws(lwt(size=3, restartPolicy="None"), rolloutStrategy={"rollingUpdateConfiguration": {"maxSurge": 1}})
+    child = converted(source)
+    stored = ModelServing.model_validate(child).to_api()
+    stored["metadata"].update(ownerReferences=child["metadata"]["ownerReferences"], resourceVersion="7", generation=1)
+    actions = plan(source, [stored], convert)
+    assert (actions.create, actions.update, actions.delete, actions.problems) == (None, None, (), ())
