@@ -175,8 +175,9 @@ def check_update_command(old_path: Path, new_path: Path, role: str | None, outpu
         click.echo("no image changes")
 
 
-MANIFESTS = ("crd", "autoscaling-crd", "rbac", "podgroup-crd", "controller")
-DEFAULT_MANIFESTS = ("crd", "autoscaling-crd", "rbac", "podgroup-crd")
+MANIFESTS = ("crd", "autoscaling-crd", "modelbooster-crd", "rbac", "podgroup-crd", "controller")
+DEFAULT_MANIFESTS = ("crd", "autoscaling-crd", "modelbooster-crd", "rbac", "podgroup-crd")
+_GENERATED = ("crd", "autoscaling-crd", "modelbooster-crd")  # from the pydantic types, not deploy/*.yaml
 
 
 @main.command("manifests")
@@ -190,9 +191,9 @@ DEFAULT_MANIFESTS = ("crd", "autoscaling-crd", "rbac", "podgroup-crd")
 def manifests_command(
     which: tuple[str, ...], image: str, ca_bundle_file: Path | None, fault_names: tuple[str, ...]
 ) -> None:
-    """Print deployment manifests as YAML: the ModelServing CRD, the AutoscalingPolicy CRD, the
-    ClusterRole, a minimal PodGroup CRD and the in-cluster controller (Deployment, Service, webhook
-    configuration). Default: the first four."""
+    """Print deployment manifests as YAML: the ModelServing, AutoscalingPolicy and ModelBooster CRDs,
+    the ClusterRole, a minimal PodGroup CRD and the in-cluster controller (Deployment, Service, webhook
+    configuration). Default: all but the controller."""
     import base64
 
     try:
@@ -202,12 +203,14 @@ def manifests_command(
         return
     from .api.autoscaling_crd import crd as autoscaling_crd
     from .api.crd import crd
+    from .api.modelbooster_crd import crd as modelbooster_crd
 
+    generated = {"crd": crd, "autoscaling-crd": autoscaling_crd, "modelbooster-crd": modelbooster_crd}
     docs: list[Any] = []
     deploy = Path(__file__).with_name("deploy")
     for name in which or DEFAULT_MANIFESTS:
-        if name in ("crd", "autoscaling-crd"):
-            docs.append(crd() if name == "crd" else autoscaling_crd())
+        if name in _GENERATED:
+            docs.append(generated[name]())
             continue
         text = (deploy / f"{name}.yaml").read_text()
         if name == "controller":

@@ -34,7 +34,7 @@ from ..framework.waits import wait_for
 
 NAMESPACE = "kthena-system"
 SERVICE_ACCOUNT = "kthena-ref-controller"
-CRDS = ("crd", "autoscaling-crd")  # `kthena-ref manifests` names: ModelServing, AutoscalingPolicy
+CRDS = ("crd", "autoscaling-crd", "modelbooster-crd")  # `kthena-ref manifests` names: ModelServing, ...
 
 
 def _manifests(*which: str, faults: tuple[str, ...] = ()) -> list[dict[str, Any]]:
@@ -183,6 +183,7 @@ def token_kubeconfig(info: ClusterInfo, directory: Path) -> Path:
 WEBHOOK_NAME = "kthena-ref-validating"
 WEBHOOK_PATH = "/validate-modelserving"
 AUTOSCALING_PATH = "/validate-autoscalingpolicy"
+MODELBOOSTER_PATH = "/validate-modelbooster"
 EVICTION_PATH = "/validate-pod-eviction"
 
 
@@ -251,6 +252,25 @@ def webhook_configuration(base_url: str, ca_bundle: str) -> dict[str, Any]:
                         "apiVersions": ["v1alpha1"],
                         "operations": ["CREATE", "UPDATE"],
                         "resources": ["autoscalingpolicies"],
+                    }
+                ],
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Fail",
+                "timeoutSeconds": 10,
+            },
+            {  # ModelBooster rules CEL cannot say (kthena_ref/admission/modelbooster_rules.py)
+                "name": "validate.modelboosters.workload.serving.volcano.sh",
+                "clientConfig": {
+                    "url": f"{base_url}{MODELBOOSTER_PATH}",
+                    "caBundle": ca_bundle,
+                },
+                "rules": [
+                    {
+                        "apiGroups": ["workload.serving.volcano.sh"],
+                        "apiVersions": ["v1alpha1"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["modelboosters"],
                     }
                 ],
                 "admissionReviewVersions": ["v1"],

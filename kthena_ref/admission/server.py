@@ -4,7 +4,8 @@
 allowed, or denied with every problem's field path and reason (see :mod:`.rules`).
 ``POST /validate-autoscalingpolicy`` does the same for AutoscalingPolicies (see
 :mod:`.autoscaling_rules`), on UPDATE as on CREATE; either path dispatches on the review's kind, so a
-configuration that sends both kinds to one URL works too. For a disaggregated target the server
+configuration that sends both kinds to one URL works too. ``POST /validate-modelbooster`` does the
+same for ModelBoosters (:mod:`.modelbooster_rules`). For a disaggregated target the server
 reads the target ModelServing's Roles (the eviction guard's API client, at most
 :data:`LOOKUP_TIMEOUT_SECONDS`); a target not found, or a read that fails, skips that one rule and
 never denies.
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 PATH = "/validate-modelserving"
 AUTOSCALING_PATH = "/validate-autoscalingpolicy"
+MODELBOOSTER_PATH = "/validate-modelbooster"
+BOOSTER_KIND, BOOSTER_PLURAL = "ModelBooster", "modelboosters"
 LOOKUP_TIMEOUT_SECONDS = 2.0  # well inside the webhook's timeoutSeconds (10)
 
 # The Role names of ModelServing (namespace, name), or None when it does not exist or cannot be read.
@@ -52,6 +55,14 @@ def is_policy(request: dict[str, Any]) -> bool:
     )
 
 
+def is_booster(request: dict[str, Any]) -> bool:
+    """Whether an AdmissionRequest is about a ModelBooster (by its kind or resource)."""
+    kind, resource = request.get("kind"), request.get("resource")
+    return (isinstance(kind, dict) and kind.get("kind") == BOOSTER_KIND) or (
+        isinstance(resource, dict) and resource.get("resource") == BOOSTER_PLURAL
+    )
+
+
 def review_response(review: dict[str, Any], target_roles: Collection[str] | None = None) -> dict[str, Any]:
     """The AdmissionReview answer for ``review`` (pure; raises ValueError on a malformed review).
     ``target_roles``: for an AutoscalingPolicy, its target ModelServing's Role names when known."""
@@ -63,6 +74,10 @@ def review_response(review: dict[str, Any], target_roles: Collection[str] | None
         old = request.get("oldObject") if isinstance(request.get("oldObject"), dict) else None
         if is_policy(request):
             errors = validate_policy(request["object"], target_roles)
+        elif is_booster(request):
+            from .modelbooster_rules import field_errors
+
+            errors = field_errors(request["object"])
         else:
             errors = validate(request["object"], old)
         if errors:
@@ -178,6 +193,7 @@ async def serve(
     app = web.Application(client_max_size=8 * 1024 * 1024)
     app.router.add_post(PATH, _handle)
     app.router.add_post(AUTOSCALING_PATH, _handle)
+    app.router.add_post(MODELBOOSTER_PATH, _handle)
     if eviction is not None:
         from ..eviction import PATH as EVICTION_PATH
 
@@ -193,5 +209,5 @@ async def serve(
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port, ssl_context=context).start()
-    log.info("webhook serving https://%s:%d%s and %s", host, port, PATH, AUTOSCALING_PATH)
+    log.info("webhook serving https://%s:%d%s, %s and %s", host, port, PATH, AUTOSCALING_PATH, MODELBOOSTER_PATH)
     return runner

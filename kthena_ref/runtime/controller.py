@@ -42,6 +42,7 @@ class ControllerConfig:
     resync_seconds: float = 300.0
     autoscale: bool = True  # run the AutoscalingPolicy loop (idle while its CRD is not served)
     autoscale_period: float = LOOP_SECONDS
+    convert: bool = True  # convert ModelBoosters and LeaderWorkerSets (idle while their CRDs are not served)
 
 
 class Controller:
@@ -273,17 +274,22 @@ class Controller:
         log.info("caches synced; starting %d workers", self.config.workers)
         tasks += [asyncio.create_task(self._worker(), name=f"worker-{n}") for n in range(self.config.workers)]
         tasks.append(asyncio.create_task(self._resync(), name="resync"))
-        autoscaler_stop = asyncio.Event()
+        loops_stop = asyncio.Event()
         if self.config.autoscale:
             autoscaler = Autoscaler(self.api, self, self.config.namespace, self.config.autoscale_period)
-            tasks.append(asyncio.create_task(autoscaler.run(autoscaler_stop), name="autoscaler"))
+            tasks.append(asyncio.create_task(autoscaler.run(loops_stop), name="autoscaler"))
+        if self.config.convert:
+            from .converters import Converters
+
+            converters = Converters(self.api, self.ms_informer, self.config.namespace)
+            tasks.append(asyncio.create_task(converters.run(loops_stop), name="converters"))
         try:
             if stop is None:
                 await asyncio.gather(*tasks)
             else:
                 await stop.wait()
         finally:
-            autoscaler_stop.set()
+            loops_stop.set()
             await self.queue.shutdown()
             for task in tasks:
                 task.cancel()

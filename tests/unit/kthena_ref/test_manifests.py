@@ -21,6 +21,7 @@ def test_default_manifests_are_the_crds_and_the_cluster_role() -> None:
     assert kinds == [
         ("CustomResourceDefinition", "modelservings.workload.serving.volcano.sh"),
         ("CustomResourceDefinition", "autoscalingpolicies.workload.serving.volcano.sh"),
+        ("CustomResourceDefinition", "modelboosters.workload.serving.volcano.sh"),
         ("ClusterRole", "kthena-ref-controller"),
         ("CustomResourceDefinition", "podgroups.scheduling.volcano.sh"),
     ]
@@ -29,9 +30,11 @@ def test_default_manifests_are_the_crds_and_the_cluster_role() -> None:
 def test_the_crd_manifests_are_the_generated_crds() -> None:
     from kthena_ref.api.autoscaling_crd import crd as autoscaling_crd
     from kthena_ref.api.crd import crd
+    from kthena_ref.api.modelbooster_crd import crd as modelbooster_crd
 
     assert render("crd") == [crd()]  # the ModelServing CRD alone, as before AutoscalingPolicy
     assert render("autoscaling-crd") == [autoscaling_crd()]
+    assert render("modelbooster-crd") == [modelbooster_crd()]
 
 
 def test_controller_manifest_fills_image_and_ca_bundle(tmp_path: Path) -> None:
@@ -74,4 +77,9 @@ def test_cluster_role_grants_what_the_controller_writes() -> None:
     assert {"get", "list", "watch", "patch"} <= grants[("workload.serving.volcano.sh", "modelservings")]
     assert {"get", "list", "watch"} <= grants[("workload.serving.volcano.sh", "autoscalingpolicies")]
     assert {"get", "update", "patch"} <= grants[("workload.serving.volcano.sh", "autoscalingpolicies/status")]
+    # the converters: children made, updated and deleted; sources read; a booster's status written
+    assert {"create", "update", "delete"} <= grants[("workload.serving.volcano.sh", "modelservings")]
+    assert {"get", "list", "watch"} <= grants[("workload.serving.volcano.sh", "modelboosters")]
+    assert {"patch"} <= grants[("workload.serving.volcano.sh", "modelboosters/status")]
+    assert {"get", "list", "watch"} <= grants[("leaderworkerset.x-k8s.io", "leaderworkersets")]
     assert not any("*" in verbs for verbs in grants.values()), "least privilege: no wildcards"

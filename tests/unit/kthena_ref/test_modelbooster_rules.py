@@ -141,3 +141,31 @@ def test_spec_fields(spec: dict[str, Any], field: str) -> None:
     obj = booster()
     obj["spec"] = ({"backend": obj["spec"]["backend"]} if "backend" not in spec and spec else {}) | spec
     assert field in [e.field for e in field_errors(obj)]
+
+
+# -- the webhook: a ModelBooster review is judged by these rules -----------------------------------
+
+
+def _booster_review(obj: dict[str, Any], by: str) -> dict[str, Any]:
+    request: dict[str, Any] = {"uid": "r-1", "operation": "CREATE", "object": obj, "namespace": "ns"}
+    if by == "kind":
+        request["kind"] = {"group": "workload.serving.volcano.sh", "version": "v1alpha1", "kind": "ModelBooster"}
+    else:
+        request["resource"] = {
+            "group": "workload.serving.volcano.sh",
+            "version": "v1alpha1",
+            "resource": "modelboosters",
+        }
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+
+@pytest.mark.parametrize("by", ["kind", "resource"])
+def test_the_webhook_judges_a_model_booster_by_its_rules(by: str) -> None:
+    from kthena_ref.admission.server import is_booster, review_response
+
+    valid, invalid = booster(), booster(workers=[w("prefill")])
+    assert is_booster(_booster_review(valid, by)["request"])
+    assert review_response(_booster_review(valid, by))["response"]["allowed"] is True
+    denied = review_response(_booster_review(invalid, by))["response"]
+    assert denied["allowed"] is False and denied["status"]["code"] == 422
+    assert "spec.backend.workers[0].type" in denied["status"]["message"]
