@@ -674,6 +674,49 @@ FAULTS: dict[str, str] = {
         "the AutoscalingPolicy CRD does not check that a metric source sets exactly one backend: one with both pod "
         "and prometheus, or neither, is stored"
     ),
+    # Converters (issue 16): ModelBooster and LeaderWorkerSet into ModelServing
+    "booster-worker-image-ignored": (
+        "a ModelBooster's child runs every engine container with one fixed image instead of its worker's image"
+    ),
+    "booster-env-dropped": "a ModelBooster's backend env and envFrom reach no container of the child's Pods",
+    "booster-downloader-without-uri": (
+        "the child's downloader init container is given the cache directory but not the ModelBooster's modelURI"
+    ),
+    "booster-scheduler-name-dropped": "a ModelBooster's backend schedulerName is not carried onto its ModelServing",
+    "booster-runtime-class-dropped": "a ModelBooster's backend runtimeClassName is not carried onto its Pods",
+    "booster-child-without-headless": "a new ModelBooster child does not declare the headless-service plugin",
+    "booster-worker-template-always": (
+        "a ModelBooster worker of one Pod still gets a workerTemplate (workerReplicas 0) instead of none"
+    ),
+    "booster-no-worker-template": (
+        "a ModelBooster worker of several Pods gets no workerTemplate: its Role runs the entry Pod alone"
+    ),
+    "booster-disaggregated-one-role": (
+        "a vLLMDisaggregated ModelBooster's child has one Role, the first worker's, instead of separate prefill and "
+        "decode Roles"
+    ),
+    "booster-cache-entry-only": "the cache volume is mounted in the entry Pods only, not in the worker Pods",
+    "booster-plugins-rederived": (
+        "an update of a ModelBooster's child declares its plugins afresh (none) instead of keeping the child's: the "
+        "ModelServing admission refuses the change, so the child never follows the booster again"
+    ),
+    "booster-rename-keeps-old-child": ("a renamed backend gets its new ModelServing but the old one is never deleted"),
+    "booster-no-observed-generation": "a ModelBooster's status.observedGeneration is never written",
+    "booster-crd-not-deprecated": "the ModelBooster CRD version carries no deprecation (no warning on use)",
+    "booster-admission-message-without-field": (
+        "a ModelBooster refused by the webhook is told the reasons without the field paths"
+    ),
+    "lws-child-without-headless": "a new LeaderWorkerSet child does not declare the headless-service plugin",
+    "lws-size-one-without-worker-template": (
+        "a LeaderWorkerSet of size 1 becomes a Role without workerTemplate (so no plugin Services or DNS settings)"
+    ),
+    "lws-worker-replicas-equal-size": (
+        "a LeaderWorkerSet's child asks for size worker Pods per group instead of size - 1 (the leader is one)"
+    ),
+    "lws-plugins-rederived": (
+        "an update of a LeaderWorkerSet's child declares its plugins afresh (none) instead of keeping the child's: "
+        "the ModelServing admission refuses the change, so a size change never reaches the child"
+    ),
     "autoscaling-crd-no-defaults": (
         "the AutoscalingPolicy CRD carries no default (tolerancePercent, the stable and panic policies' fields, a pod "
         "metric source's uri and port, costExpansionRatePercent): omitted fields are stored omitted"

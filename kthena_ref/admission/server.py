@@ -83,7 +83,9 @@ def review_response(review: dict[str, Any], target_roles: Collection[str] | None
         if errors:
             response["allowed"] = False
             response["status"] = {"code": 422, "reason": "Invalid", "message": message(errors)}
-            if faults.active("admission-message-without-field"):
+            if faults.active("admission-message-without-field") or (
+                is_booster(request) and faults.active("booster-admission-message-without-field")
+            ):
                 response["status"]["message"] = "validation failed: " + "; ".join(e.reason for e in errors)
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 

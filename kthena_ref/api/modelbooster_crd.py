@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import faults
 from .crd import definition, model_schema
 from .modelbooster import DEPRECATION, KIND, PLURAL, ModelBoosterSpec, ModelStatus
 from .podspec import load_snapshot
@@ -74,5 +75,7 @@ def crd() -> dict[str, Any]:
     backend["x-kubernetes-validations"] = BACKEND_RULES
     status = model_schema(ModelStatus, f"{PLURAL}:status")
     description = f"ModelBooster makes a ModelServing for one model backend. Deprecated: {DEPRECATION}"
-    version = {"deprecated": True, "deprecationWarning": DEPRECATION, "subresources": {"status": {}}}
+    version: dict[str, Any] = {"deprecated": True, "deprecationWarning": DEPRECATION, "subresources": {"status": {}}}
+    if faults.active("booster-crd-not-deprecated"):
+        version = {"subresources": {"status": {}}}
     return definition(KIND, PLURAL, spec, status, description, version=version)

@@ -77,6 +77,7 @@ import json
 import re
 from typing import Any
 
+from .. import faults
 from ..api.types import API_VERSION as MS_API_VERSION
 from ..api.types import KIND as MS_KIND
 from . import Conversion, Problem, owner_reference, plugins_for
@@ -191,6 +192,10 @@ class _Converter:
 
         child_spec: dict[str, Any] = {"replicas": replicas, "schedulerName": scheduler}
         plugins = plugins_for(self.existing)  # LW9
+        if faults.active("lws-child-without-headless") and self.existing is None:
+            plugins = None
+        if faults.active("lws-plugins-rederived") and self.existing is not None:
+            plugins = []
         if plugins is not None:
             child_spec["plugins"] = plugins
         child_spec["template"] = {"roles": [role]}
@@ -250,9 +255,11 @@ class _Converter:
             "name": ROLE,
             "replicas": 1,
             "entryTemplate": leader if leader is not None else copy.deepcopy(worker),
-            "workerReplicas": max(size - 1, 0),
+            "workerReplicas": max(size - 1, 0) if not faults.active("lws-worker-replicas-equal-size") else size,
             "workerTemplate": worker,  # LW6: also at size 1
         }
+        if size == 1 and faults.active("lws-size-one-without-worker-template"):
+            del role["workerTemplate"]
         return role, entry_from
 
     def template(self, value: Any, at: str) -> dict[str, Any]:

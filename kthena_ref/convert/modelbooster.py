@@ -52,6 +52,7 @@ import json
 import shlex
 from typing import Any
 
+from .. import faults
 from ..admission.modelbooster_rules import ROLES, cache_mount, claim_name, field_errors
 from ..api.modelbooster import HOSTPATH, PVC, ModelBackend, ModelBooster, ModelWorker
 from ..api.types import API_VERSION
@@ -83,9 +84,13 @@ def convert(booster: dict[str, Any], existing: dict[str, Any] | None) -> Convers
     spec: dict[str, Any] = {}
     if backend.replicas is not None:
         spec["replicas"] = backend.replicas
-    if backend.scheduler_name:
+    if backend.scheduler_name and not faults.active("booster-scheduler-name-dropped"):
         spec["schedulerName"] = backend.scheduler_name
     plugins = plugins_for(existing)
+    if faults.active("booster-child-without-headless") and existing is None:
+        plugins = None
+    if faults.active("booster-plugins-rederived") and existing is not None:
+        plugins = []
     if plugins is not None:
         spec["plugins"] = plugins
     roles = ROLES[backend.type]
@@ -93,6 +98,8 @@ def convert(booster: dict[str, Any], existing: dict[str, Any] | None) -> Convers
     spec["template"] = {
         "roles": [_role(role, by_type[kind], backend, labels) for kind, role in roles.items() if kind in by_type]
     }
+    if faults.active("booster-disaggregated-one-role"):
+        spec["template"]["roles"] = spec["template"]["roles"][:1]
     child = {
         "apiVersion": API_VERSION,
         "kind": MODEL_SERVING,
@@ -172,6 +179,8 @@ def _cache_volume(backend: ModelBackend) -> dict[str, Any]:
 
 def _env(backend: ModelBackend) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    if faults.active("booster-env-dropped"):
+        return out
     if backend.env:
         out["env"] = [dict(e) for e in backend.env]
     if backend.env_from:
@@ -179,17 +188,23 @@ def _env(backend: ModelBackend) -> dict[str, Any]:
     return out
 
 
-def _pod(backend: ModelBackend, worker: ModelWorker, command: list[str], labels: dict[str, str]) -> dict[str, Any]:
+def _pod(
+    backend: ModelBackend, worker: ModelWorker, command: list[str], labels: dict[str, str], *, cache: bool = True
+) -> dict[str, Any]:
+    """A Pod template of ``worker``; ``cache`` False (self-validation only) leaves the cache volume out."""
     volume = _cache_volume(backend)
     cache_mount_ = {"name": volume["name"], "mountPath": _mount(backend)}
     downloader = {
         "name": DOWNLOADER,
         "image": DOWNLOADER_IMAGE,
-        "args": ["--source", backend.model_uri, "--output-dir", model_dir(backend)],
+        "args": ["--source", backend.model_uri, "--output-dir", model_dir(backend)]
+        if not faults.active("booster-downloader-without-uri")
+        else ["--output-dir", model_dir(backend)],
         **_env(backend),
         "volumeMounts": [dict(cache_mount_)],
     }
-    engine: dict[str, Any] = {"name": ENGINE, "image": worker.image, "command": command, **_env(backend)}
+    image = "registry.example/engine:wrong" if faults.active("booster-worker-image-ignored") else worker.image
+    engine: dict[str, Any] = {"name": ENGINE, "image": image, "command": command, **_env(backend)}
     if worker.resources:
         engine["resources"] = json.loads(json.dumps(worker.resources))
     engine["volumeMounts"] = [dict(cache_mount_), {"name": SHM, "mountPath": SHM_MOUNT}]
@@ -198,7 +213,11 @@ def _pod(backend: ModelBackend, worker: ModelWorker, command: list[str], labels:
         "containers": [engine],
         "volumes": [volume, {"name": SHM, "emptyDir": {"medium": "Memory"}}],
     }
-    if backend.runtime_class_name:
+    if not cache:
+        downloader["volumeMounts"] = []
+        engine["volumeMounts"] = engine["volumeMounts"][1:]
+        spec["volumes"] = spec["volumes"][1:]
+    if backend.runtime_class_name and not faults.active("booster-runtime-class-dropped"):
         spec["runtimeClassName"] = backend.runtime_class_name
     if worker.affinity:
         spec["affinity"] = json.loads(json.dumps(worker.affinity))
@@ -221,7 +240,10 @@ def _role(name: str, worker: ModelWorker, backend: ModelBackend, labels: dict[st
         role["replicas"] = worker.replicas
     role["entryTemplate"] = _pod(backend, worker, entry, labels)
     role["workerReplicas"] = pods - 1
-    if pods > 1:
+    if pods > 1 and faults.active("booster-no-worker-template"):
+        role["workerReplicas"] = 0
+    elif pods > 1 or faults.active("booster-worker-template-always"):
         join = f"chmod u+x {MULTI_NODE_SCRIPT} && {MULTI_NODE_SCRIPT} worker --ray_address=$(ENTRY_ADDRESS)"
-        role["workerTemplate"] = _pod(backend, worker, ["bash", "-c", join], labels)
+        role["workerTemplate"] = _pod(backend, worker, ["bash", "-c", join], labels, cache=not faults.active(
+            "booster-cache-entry-only"))  # fmt: skip
     return role

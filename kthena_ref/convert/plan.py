@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import faults
 from . import Conversion, Problem
 
 Obj = dict[str, Any]
@@ -80,6 +81,8 @@ def plan(source: Obj, owned: Iterable[Obj], convert: Converter) -> Actions:
         return Actions(problems=conversion.problems, ignored=conversion.ignored)
     desired = conversion.child
     stale = tuple(sorted(n for n, c in children.items() if n != name and not c["metadata"].get("deletionTimestamp")))
+    if faults.active("booster-rename-keeps-old-child"):
+        stale = ()
     if existing is None:
         return Actions(create=desired, delete=stale, ignored=conversion.ignored)
     update = None if contains(existing, {k: desired[k] for k in ("metadata", "spec")}) else _updated(existing, desired)

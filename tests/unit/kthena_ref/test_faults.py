@@ -33,6 +33,7 @@ from .builders import MS, T0, deleted, deleting, edit_spec, env_of, fresh_pods, 
 from .fault_cases_admission import CASES as ADMISSION_CASES
 from .fault_cases_autoscaling import CASES as AUTOSCALING_CASES
 from .fault_cases_conventions import CASES as CONVENTION_CASES
+from .fault_cases_converters import CASES as CONVERTER_CASES
 from .fault_cases_core import CASES as CORE_CASES
 from .fault_cases_coverage_accelerators import CASES as COVERAGE_ACCELERATORS_CASES
 from .fault_cases_coverage_core import CASES as COVERAGE_CORE_CASES
@@ -511,6 +512,7 @@ CASES += [Case(*row) for row in COVERAGE_CORE_CASES]
 CASES += [Case(*row) for row in COVERAGE_ROLLOUT_CASES]
 CASES += [Case(*row) for row in COVERAGE_ACCELERATORS_CASES]
 CASES += [Case(*row) for row in AUTOSCALING_CASES]
+CASES += [Case(*row) for row in CONVERTER_CASES]
 
 
 def test_every_fault_has_exactly_one_case() -> None:
