@@ -108,7 +108,7 @@ SELECTOR=app.kubernetes.io/name=kthena-ref-controller
 WEBHOOK_SERVICE=kthena-ref-webhook
 WEBHOOK_SECRET=kthena-ref-webhook-tls
 WEBHOOK_CONFIG=kthena-ref-validating
-CRDS=(crd/modelservings.workload.serving.volcano.sh crd/autoscalingpolicies.workload.serving.volcano.sh crd/podgroups.scheduling.volcano.sh)
+CRDS=(crd/modelservings.workload.serving.volcano.sh crd/autoscalingpolicies.workload.serving.volcano.sh crd/modelboosters.workload.serving.volcano.sh crd/podgroups.scheduling.volcano.sh)
 
 CLUSTER_CREATED=0
 SUITE_RC=0
@@ -377,7 +377,7 @@ main() {
 
     log "deploying the reference controller"
     webhook_certificates "$WORK_DIR/webhook"
-    run_to "$WORK_DIR/deploy/crds-and-rbac.yaml" kthena-ref manifests crd autoscaling-crd rbac podgroup-crd
+    run_to "$WORK_DIR/deploy/crds-and-rbac.yaml" kthena-ref manifests crd autoscaling-crd modelbooster-crd rbac podgroup-crd
     run_to "$WORK_DIR/deploy/controller.yaml" kthena-ref manifests controller --image "$IMAGE" \
         --ca-bundle-file "$WORK_DIR/webhook/ca.crt"
     # Server-side apply: the CRD embeds the PodSpec schema, too big for a client-side

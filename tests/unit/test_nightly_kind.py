@@ -46,9 +46,10 @@ ALLOWED_ACTIONS = re.compile(r"^actions/(checkout|setup-python|upload-artifact|d
 SCRIPT_ENV = ("KIND_CLUSTER_NAME", "REPORT_DIR", "IMAGE", "KTHENA_KIND_NODE_IMAGE", "NODE_IMAGE_BUILD",
               "KEEP_CLUSTER", "WORK_DIR", "SHARD")  # fmt: skip
 SERVICE_DNS = "kthena-ref-webhook.kthena-system.svc"
-# What `kthena-ref manifests crd autoscaling-crd rbac podgroup-crd` prints, in order.
-CRDS_AND_RBAC_KINDS = ["CustomResourceDefinition", "CustomResourceDefinition", "ClusterRole",
-                       "CustomResourceDefinition"]  # fmt: skip
+# What `kthena-ref manifests crd autoscaling-crd modelbooster-crd rbac podgroup-crd` prints, in order.
+MANIFEST_NAMES = ["crd", "autoscaling-crd", "modelbooster-crd", "rbac", "podgroup-crd"]
+CRDS_AND_RBAC_KINDS = ["CustomResourceDefinition", "CustomResourceDefinition", "CustomResourceDefinition",
+                       "ClusterRole", "CustomResourceDefinition"]  # fmt: skip
 
 
 def script_var(name: str) -> str:
@@ -274,7 +275,7 @@ def test_dry_run_prints_the_whole_sequence_in_order_and_creates_nothing(tmp_path
         kubectl(commands, "wait", "--for=condition=Ready", "nodes", "--all"),
         find(commands, ["kind", "load", "docker-image", "kthena-ref:ci", "--name", "kthena"]),
         find(commands, ["openssl", "x509", "-req"]),
-        find(commands, ["kthena-ref", "manifests", "crd", "autoscaling-crd", "rbac", "podgroup-crd"]),
+        find(commands, ["kthena-ref", "manifests", *MANIFEST_NAMES]),
         find(commands, ["kthena-ref", "manifests", "controller", "--image", "kthena-ref:ci", "--ca-bundle-file"]),
         kubectl(commands, "apply", "--server-side"),
         kubectl(commands, "wait", "--for=condition=Established"),
@@ -603,9 +604,11 @@ def check_controller_manifest(docs: list[dict[str, Any]], image: str, ca_pem: by
     assert volume["secret"]["secretName"] == script_var("WEBHOOK_SECRET")
     assert service["metadata"]["name"] == script_var("WEBHOOK_SERVICE")
     assert webhook["metadata"]["name"] == script_var("WEBHOOK_CONFIG")
-    hook, autoscaling, eviction = webhook["webhooks"]
+    hook, autoscaling, booster, eviction = webhook["webhooks"]
     assert hook["clientConfig"]["service"]["path"] == "/validate-modelserving"
     assert autoscaling["clientConfig"]["service"]["path"] == "/validate-autoscalingpolicy"
+    assert booster["clientConfig"]["service"]["path"] == "/validate-modelbooster"
+    assert booster["rules"][0]["resources"] == ["modelboosters"]
     assert eviction["clientConfig"]["service"]["path"] == "/validate-pod-eviction"
     assert autoscaling["rules"] == [
         {
@@ -617,7 +620,7 @@ def check_controller_manifest(docs: list[dict[str, Any]], image: str, ca_pem: by
     ]
     assert autoscaling["failurePolicy"] == "Fail" and autoscaling["sideEffects"] == "None"
     assert f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc" == SERVICE_DNS
-    for each in (hook, autoscaling, eviction):  # one Service, one CA
+    for each in (hook, autoscaling, booster, eviction):  # one Service, one CA
         assert each["clientConfig"]["service"]["name"] == service["metadata"]["name"]
         assert each["clientConfig"]["service"]["namespace"] == service["metadata"]["namespace"]
         assert each["clientConfig"]["service"]["namespace"] == script_var("NAMESPACE")
@@ -631,7 +634,7 @@ def test_manifests_with_the_ci_image_are_valid_yaml_of_the_expected_kinds(certs:
     from kthena_ref.cli import main
 
     runner = CliRunner()
-    result = runner.invoke(main, ["manifests", "crd", "autoscaling-crd", "rbac", "podgroup-crd"])
+    result = runner.invoke(main, ["manifests", *MANIFEST_NAMES])
     assert result.exit_code == 0, result.output
     crds = [d for d in yaml.safe_load_all(result.output) if d]
     assert [d["kind"] for d in crds] == CRDS_AND_RBAC_KINDS
