@@ -58,6 +58,9 @@ class Feature(StrEnum):
     HETEROGENEOUS_AUTOSCALING = "HeterogeneousAutoscaling"
     POD_METRIC_SOURCE = "PodMetricSource"
     AUTOSCALING_PANIC = "AutoscalingPanic"
+    MODEL_BOOSTER = "ModelBooster"
+    MODEL_BOOSTER_ADMISSION = "ModelBoosterAdmission"
+    LWS_CONVERSION = "LWSConversion"
 
 
 @dataclass(frozen=True)
@@ -270,6 +273,27 @@ FEATURES: dict[Feature, FeatureInfo] = dict(
             "reported in its status.",
             Feature.AUTOSCALING,
         ),
+        _info(
+            Feature.MODEL_BOOSTER,
+            "A ModelBooster (deprecated) gets one child ModelServing it controls: the worker's image, the backend's "
+            "env, cache volume, downloader, scheduler and runtime class in its Pods; headless-service declared on "
+            "a new child and kept as worker counts change; no workerTemplate for single-Pod workers.",
+            Feature.CORE,
+            Feature.HEADLESS_SERVICE,
+        ),
+        _info(
+            Feature.MODEL_BOOSTER_ADMISSION,
+            "The ModelBooster API's documented enums, patterns and bounds are enforced at admission, and a create "
+            "warns that the API is deprecated.",
+            Feature.MODEL_BOOSTER,
+        ),
+        _info(
+            Feature.LWS_CONVERSION,
+            "A LeaderWorkerSet gets one child ModelServing it controls, with headless-service declared and its "
+            "worker template kept at size 1, so every group gets the plugin's two Services and Pod DNS settings.",
+            Feature.CORE,
+            Feature.HEADLESS_SERVICE,
+        ),
     ]
 )
 
@@ -358,6 +382,19 @@ PROFILES: dict[str, Profile] = {
                 Feature.POD_METRIC_SOURCE,
                 Feature.AUTOSCALING_PANIC,
             ],
+        ),
+        _profile(
+            "ModelBooster",
+            "The deprecated ModelBooster API converted into a ModelServing (the ModelBooster CRD must be installed); "
+            "optionally its admission rules and deprecation warning.",
+            [Feature.MODEL_BOOSTER],
+            [Feature.MODEL_BOOSTER_ADMISSION],
+        ),
+        _profile(
+            "LWSConversion",
+            "LeaderWorkerSets (leaderworkerset.x-k8s.io/v1) converted into ModelServings with the headless-service "
+            "plugin (the LeaderWorkerSet CRD must be installed; its controller is not needed).",
+            [Feature.LWS_CONVERSION],
         ),
     )
 }

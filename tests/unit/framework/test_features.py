@@ -37,6 +37,8 @@ def test_profiles_in_order_with_disjoint_required_and_optional() -> None:
         "EvictionBudget",
         "Accelerators",
         "Autoscaling",
+        "ModelBooster",
+        "LWSConversion",
     ]
     for profile in PROFILES.values():
         assert not profile.required & profile.optional
@@ -83,6 +85,10 @@ def test_prerequisites_are_known_and_acyclic() -> None:
         pytest.param(Feature.HETEROGENEOUS_AUTOSCALING, {Feature.AUTOSCALING}, id="heterogeneous-autoscaling"),
         pytest.param(Feature.POD_METRIC_SOURCE, {Feature.AUTOSCALING}, id="pod-metric-source"),
         pytest.param(Feature.AUTOSCALING_PANIC, {Feature.AUTOSCALING}, id="autoscaling-panic"),
+        # A converter must declare headless-service on its children: the implementation needs the plugin.
+        pytest.param(Feature.MODEL_BOOSTER, {Feature.CORE, Feature.HEADLESS_SERVICE}, id="model-booster"),
+        pytest.param(Feature.MODEL_BOOSTER_ADMISSION, {Feature.MODEL_BOOSTER}, id="model-booster-admission"),
+        pytest.param(Feature.LWS_CONVERSION, {Feature.CORE, Feature.HEADLESS_SERVICE}, id="lws-conversion"),
     ],
 )
 def test_prerequisites(feature: Feature, requires: set[Feature]) -> None:
@@ -139,6 +145,9 @@ def test_prerequisites(feature: Feature, requires: set[Feature]) -> None:
             },
             id="autoscaling",
         ),
+        # The admission rules and the deprecation warning of a deprecated API are optional.
+        pytest.param("ModelBooster", {"ModelBooster"}, {"ModelBoosterAdmission"}, id="model-booster"),
+        pytest.param("LWSConversion", {"LWSConversion"}, set(), id="lws-conversion"),
     ],
 )
 def test_profile_contents(profile: str, required: set[str], optional: set[str]) -> None:

@@ -1,0 +1,150 @@
+"""ModelBooster: one child ModelServing, and what its Pods carry of the booster.
+
+A booster of one vLLM backend with one server worker of ``pods: 2`` (replicas 1): its child must
+run 2 Pods, each with the worker's image, the backend's env, the downloader given the modelURI,
+the backend's scheduler and, where asked, its runtime class (docs/converter-readings.md C1-C8).
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from conformance.framework.catalog import behaviour
+from conformance.framework.features import Feature
+from conformance.framework.modelserving import ModelServings
+
+from . import BACKEND, BOOSTER, ENV, IMAGE, MODEL_URI, SCHEDULER, WORKER, booster, downloaders, engines, pod_count
+from .children import Sources, children, plain, wait_child
+
+
+def start(ms: ModelServings, body: dict[str, Any], *, ready: bool = True) -> tuple[dict[str, Any], list[Any]]:
+    """Create the booster; its one child and the child's Pods (Running and Ready unless ``ready`` is
+    False)."""
+    boosters = Sources(ms, BOOSTER)
+    boosters.create(body)
+    child = wait_child(ms, boosters, body["metadata"]["name"])
+    pods = ms.wait_pods(child["metadata"]["name"], pod_count(body), ready=ready)
+    return child, pods
+
+
+def pod_specs(ms: ModelServings, pods: list[Any]) -> dict[str, dict[str, Any]]:
+    return {p.metadata.name: plain(ms, p)["spec"] for p in pods}
+
+
+@behaviour(
+    "modelbooster/convert/one-child",
+    "A valid ModelBooster MUST get exactly one ModelServing with a controller ownerReference to it, whose Pods are as "
+    "many as its backend asks for (replicas x worker replicas x pods) and reach Running and Ready.",
+    BACKEND,
+    Feature.MODEL_BOOSTER,
+)
+def test_a_booster_gets_exactly_one_child(ms: ModelServings) -> None:
+    body = booster("mb-one")
+    child, _ = start(ms, body)
+    uid = str(Sources(ms, BOOSTER).get("mb-one")["metadata"]["uid"])
+    name, child_uid = child["metadata"]["name"], child["metadata"]["uid"]
+    ms.holds(
+        f"exactly one ModelServing ({name}, uid {child_uid}) controlled by ModelBooster {ms.ns}/mb-one",
+        lambda: children(ms, uid),
+        lambda found: [o["metadata"]["uid"] for o in found] == [child_uid],
+    )
+
+
+@behaviour(
+    "modelbooster/convert/worker-image",
+    "Every Pod of a ModelBooster's child, entry and worker, MUST run a container with the worker's image.",
+    WORKER,
+    Feature.MODEL_BOOSTER,
+)
+def test_every_pod_runs_the_worker_image(ms: ModelServings) -> None:
+    _, pods = start(ms, booster("mb-image"))
+    missing = {n: [c.get("image") for c in s["containers"]] for n, s in pod_specs(ms, pods).items() if not engines(s)}
+    assert not missing, (
+        f"Pods of the child run no container with the worker's image {IMAGE} (the images they run: {missing}); "
+        "ModelWorker.image is the container image for the worker"
+    )
+
+
+@behaviour(
+    "modelbooster/convert/backend-env",
+    "In every Pod of a ModelBooster's child, the container running the worker's image MUST carry every variable of "
+    "the backend's env with its value.",
+    BACKEND,
+    Feature.MODEL_BOOSTER,
+)
+def test_the_engine_carries_the_backend_env(ms: ModelServings) -> None:
+    _, pods = start(ms, booster("mb-env"))
+    wrong = {}
+    for name, spec in pod_specs(ms, pods).items():
+        for c in engines(spec):
+            env = {e["name"]: e.get("value") for e in c.get("env") or []}
+            if any(env.get(k) != v for k, v in ENV.items()):
+                wrong[f"{name}/{c['name']}"] = {k: env.get(k) for k in ENV}
+    assert not wrong, f"the backend's env {ENV} is not set in the container running {IMAGE}: seen {wrong}"
+
+
+@behaviour(
+    "modelbooster/convert/downloader-model-uri",
+    "Every Pod of a ModelBooster's child MUST have an init container (the downloader) that is given the backend's "
+    "modelURI.",
+    BACKEND,
+    Feature.MODEL_BOOSTER,
+)
+def test_every_pod_has_a_downloader_given_the_model_uri(ms: ModelServings) -> None:
+    _, pods = start(ms, booster("mb-model"))
+    missing = {
+        n: [c.get("name") for c in s.get("initContainers") or []]
+        for n, s in pod_specs(ms, pods).items() if not downloaders(s)
+    }  # fmt: skip
+    assert not missing, (
+        f"Pods with no init container whose command, args or env contain the modelURI {MODEL_URI} (their init "
+        f"containers: {missing}); the spec: the model is fetched by the downloader init container"
+    )
+
+
+@behaviour(
+    "modelbooster/convert/scheduler-name",
+    "The backend's schedulerName MUST be the child ModelServing's spec.schedulerName and the scheduler of its Pods.",
+    BACKEND,
+    Feature.MODEL_BOOSTER,
+)
+def test_the_scheduler_name_reaches_the_child_and_its_pods(ms: ModelServings) -> None:
+    child, pods = start(ms, booster("mb-scheduler"), ready=False)
+    seen = child["spec"].get("schedulerName")
+    assert seen == SCHEDULER, (
+        f"the child {child['metadata']['name']} has spec.schedulerName {seen!r}, not the backend's {SCHEDULER!r} "
+        "(ModelBackend.schedulerName: the scheduler used by ModelServing for this backend)"
+    )
+    wrong = {p.metadata.name: p.spec.scheduler_name for p in pods if p.spec.scheduler_name != SCHEDULER}
+    assert not wrong, f"Pods of the child name another scheduler than {SCHEDULER}: {wrong}"
+
+
+@behaviour(
+    "modelbooster/convert/runtime-class",
+    "Every Pod of a ModelBooster's child SHOULD run with the backend's runtimeClassName.",
+    BACKEND,
+    Feature.MODEL_BOOSTER,
+)
+def test_the_runtime_class_reaches_every_pod(ms: ModelServings) -> None:
+    """The RuntimeClass (handler runc) is created by the test, cluster-scoped under a fresh name, and
+    deleted after it: Pods naming a RuntimeClass that does not exist are not admitted."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    node = client.NodeV1Api(ms.kube.api)
+    runtime_class = f"kc-{secrets.token_hex(4)}"
+    node.create_runtime_class(client.V1RuntimeClass(metadata=client.V1ObjectMeta(name=runtime_class), handler="runc"))
+    try:
+        _, pods = start(ms, booster("mb-runtime", runtime_class=runtime_class), ready=False)
+        wrong = {p.metadata.name: p.spec.runtime_class_name for p in pods if p.spec.runtime_class_name != runtime_class}
+        assert not wrong, (
+            f"Pods of the child do not run with the backend's runtimeClassName {runtime_class}: {wrong} (the spec: "
+            "the RuntimeClass should be used to run pods generated for this backend)"
+        )
+    finally:
+        try:
+            node.delete_runtime_class(runtime_class)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
