@@ -640,10 +640,12 @@ def install_prerequisites(
     for item in for_profiles(names):
         how = "installed by this command" if item.load else "not installable by this command"
         click.echo(f"{item.profile}: {item.what} ({how})")
-    docs = installable(names)
-    if list_only or not docs:
+    if list_only:
         return
     try:
+        docs = installable(names)  # may fetch a CRD (the LeaderWorkerSet CRD from its Go module)
+        if not docs:
+            return
         info = get_provider(provider_name, kubeconfig=kubeconfig, context=context).info(name)
         where = [(f"{d['kind']} {d['metadata']['name']}", d) for d in docs]
         apply_manifests(info, where, set(), lambda line: click.echo(line, err=True))

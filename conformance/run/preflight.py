@@ -18,6 +18,11 @@ from typing import Any
 from ..cluster.provider import ClusterInfo
 
 MODELSERVING_CRD = "modelservings.workload.serving.volcano.sh"
+# The CRDs of the objects a converter turns into ModelServings: (profile, CRD, the version the suite uses).
+CONVERTER_CRDS = (
+    ("ModelBooster", "modelboosters.workload.serving.volcano.sh", "v1alpha1"),
+    ("LWSConversion", "leaderworkersets.leaderworkerset.x-k8s.io", "v1"),
+)
 
 
 @dataclass
@@ -90,6 +95,7 @@ def preflight(info: ClusterInfo, *, webhook: bool = True) -> list[Check]:
         checks.append(documented_fields_check(api.sanitize_for_serialization(schema) if schema else None))
     if webhook and "v1alpha1" in served:
         checks.append(webhook_check(api))
+    checks += converter_crd_checks({name: [v.name for v in c.spec.versions if v.served] for name, c in crds.items()})
     checks.append(_scheduler_check(api))
     if crd is not None and "v1alpha1" in served:
         age = crd_age(crd.metadata.creation_timestamp)
@@ -104,6 +110,30 @@ def preflight(info: ClusterInfo, *, webhook: bool = True) -> list[Check]:
             )
         else:
             checks.append(_garbage_collection_check(api))
+    return checks
+
+
+def converter_crd_checks(served: dict[str, list[str]]) -> list[Check]:
+    """Is each converter profile's source CRD served (``served``: CRD name -> its served versions)?
+    Informational: without it only that profile's tests are inconclusive, so no run is stopped. Pure."""
+    checks = []
+    for profile, crd, version in CONVERTER_CRDS:
+        versions = served.get(crd)
+        name = f"crd-{crd.split('.', 1)[0]}"
+        if versions is not None and version in versions:
+            checks.append(Check(name, True, f"CRD {crd} serves {version} (the {profile} profile)"))
+            continue
+        found = f"serves {versions}, not {version}" if versions is not None else "is not installed"
+        checks.append(
+            Check(
+                name,
+                False,
+                f"CRD {crd} {found}: the {profile} profile's tests will be inconclusive (informational: no other "
+                f"profile needs it; `kthena-conformance install prerequisites --profile {profile} --list` says what "
+                "it needs)",
+                required=False,
+            )
+        )
     return checks
 
 

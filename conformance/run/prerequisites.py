@@ -23,6 +23,15 @@ def _podgroup_crd() -> list[dict[str, Any]]:
     return reference.podgroup_crd()
 
 
+def _lws_crd() -> list[dict[str, Any]]:
+    """The LeaderWorkerSet CRD of ``sigs.k8s.io/lws`` (:mod:`..cluster.lws`): from the per-user cache,
+    else fetched once with ``go mod download`` (a :class:`~..cluster.errors.HarnessError` says what
+    is missing: Go, or the module proxy)."""
+    from ..cluster.lws import lws_crd
+
+    return [lws_crd()]
+
+
 @dataclass(frozen=True)
 class Prerequisite:
     profile: str
@@ -50,6 +59,18 @@ PREREQUISITES: tuple[Prerequisite, ...] = (
         "the machine running the suite at the runner address, where that server listens: 127.0.0.1 on the local "
         "provider, the Docker network's gateway on kind, --runner-address HOST anywhere else (an in-cluster "
         "controller of an existing cluster)",
+    ),
+    Prerequisite(
+        "ModelBooster",
+        "the ModelBooster CRD (modelboosters.workload.serving.volcano.sh, v1alpha1: the implementation's, installed "
+        "with it); without it the profile's tests are inconclusive",
+    ),
+    Prerequisite(
+        "LWSConversion",
+        "the LeaderWorkerSet CRD (leaderworkersets.leaderworkerset.x-k8s.io, v1) of sigs.k8s.io/lws v0.7.0, taken "
+        "from its Go module (Go and the module proxy the first time, then the per-user cache); the LWS controller "
+        "is not needed. Without the CRD the profile's tests are inconclusive",
+        _lws_crd,
     ),
 )
 

@@ -3,6 +3,8 @@ without a cluster (listing, an unknown profile, a cluster that is not there)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from click.testing import CliRunner
 
 from conformance.cli import main
@@ -38,3 +40,29 @@ def test_a_missing_cluster_is_one_clear_error() -> None:
     assert "Traceback" not in result.output
     nothing = CliRunner().invoke(main, ["install", "prerequisites", "--profile", "Core", "--name", "nowhere"])
     assert nothing.exit_code == 0, "nothing to install needs no cluster"
+
+
+def test_lws_conversion_installs_the_lws_crd_and_model_booster_says_what_it_needs(monkeypatch: Any) -> None:
+    from conformance.cluster import lws
+
+    crd = {"kind": "CustomResourceDefinition", "metadata": {"name": lws.CRD_NAME}}
+    monkeypatch.setattr(lws, "lws_crd", lambda *a, **k: crd)
+    assert installable(["LWSConversion"]) == [crd]
+    assert installable(["ModelBooster"]) == []
+    (booster,) = for_profiles(["ModelBooster"])
+    assert "modelboosters.workload.serving.volcano.sh" in booster.what and booster.load is None
+
+
+def test_list_fetches_nothing(monkeypatch: Any) -> None:
+    from conformance.cluster import lws
+
+    def fetch(*_: Any, **__: Any) -> Any:
+        raise AssertionError("--list must not fetch the LeaderWorkerSet CRD")
+
+    monkeypatch.setattr(lws, "lws_crd", fetch)
+    result = CliRunner().invoke(main, ["install", "prerequisites", "--list", "--name", "nowhere"])
+    assert result.exit_code == 0, result.output
+    assert (
+        "LWSConversion: the LeaderWorkerSet CRD" in result.output
+        and "ModelBooster: the ModelBooster CRD" in result.output
+    )
