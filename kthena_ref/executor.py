@@ -10,10 +10,8 @@ through the status subresource; Events are written with source ``modelserving-co
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import json
 import logging
-import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +20,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from . import faults
 from .api.types import GROUP, PLURAL, VERSION, ModelServing
+from .events import event_body
 from .planner.plan import EVENT_SOURCE, Event, Plan, PodPatch
 from .runtime.informer import ensure_ok
 
@@ -187,29 +186,10 @@ class Executor:
                 outcome.errors.append(f"status: {_describe(exc)}")
 
     async def event(self, ms: ModelServing, event: Event) -> None:
-        now = dt.datetime.now(dt.UTC)
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{ms.metadata.name}.{secrets.token_hex(8)}", "namespace": ms.metadata.namespace},
-            "involvedObject": {
-                "apiVersion": f"{GROUP}/{VERSION}",
-                "kind": "ModelServing",
-                "name": ms.metadata.name,
-                "namespace": ms.metadata.namespace,
-                "uid": ms.metadata.uid,
-                "resourceVersion": ms.metadata.resource_version,
-            },
-            "type": event.type,
-            "reason": event.reason,
-            "message": event.message,
-            "source": {"component": EVENT_SOURCE},
-            "reportingComponent": EVENT_SOURCE,
-            "reportingInstance": EVENT_SOURCE,
-            "firstTimestamp": now.isoformat(),
-            "lastTimestamp": now.isoformat(),
-            "count": 1,
-        }
+        involved = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelServing", "name": ms.metadata.name,
+                    "namespace": ms.metadata.namespace, "uid": ms.metadata.uid,
+                    "resourceVersion": ms.metadata.resource_version}  # fmt: skip
+        body = event_body(involved, event.type, event.reason, event.message, EVENT_SOURCE)
         try:
             await self.core.create_namespaced_event(ms.metadata.namespace, body)
         except ApiException as exc:  # events are best effort

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import logging
-import secrets
 import time
 from decimal import Decimal
 from typing import Any, Protocol
@@ -33,6 +31,7 @@ from .. import faults
 from ..api.autoscaling import KIND, PLURAL, AutoscalingPolicySpec
 from ..api.types import GROUP, VERSION
 from ..api.types import PLURAL as MS_PLURAL
+from ..events import event_body
 from . import metrics
 from .decision import Memory
 from .plan import Fetch, Observed, Outcome, Write, pods_to_scrape, reconcile, units
@@ -232,28 +231,9 @@ class Autoscaler:
 
     async def _event(self, policy: Obj, reason: str, message: str) -> None:
         meta = policy["metadata"]
-        now = dt.datetime.now(dt.UTC).isoformat()
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{meta['name']}.{secrets.token_hex(8)}", "namespace": meta["namespace"]},
-            "involvedObject": {
-                "apiVersion": f"{GROUP}/{VERSION}",
-                "kind": KIND,
-                "name": meta["name"],
-                "namespace": meta["namespace"],
-                "uid": meta["uid"],
-            },
-            "type": "Warning",
-            "reason": reason,
-            "message": message[:1000],
-            "source": {"component": EVENT_SOURCE},
-            "reportingComponent": EVENT_SOURCE,
-            "reportingInstance": EVENT_SOURCE,
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
+        involved = {"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND, "name": meta["name"],
+                    "namespace": meta["namespace"], "uid": meta["uid"]}  # fmt: skip
+        body = event_body(involved, "Warning", reason, message, EVENT_SOURCE)
         try:
             await self.core.create_namespaced_event(meta["namespace"], body)
         except ApiException as exc:  # events are best effort

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import logging
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +29,7 @@ from ..api.types import GROUP, VERSION
 from ..api.types import PLURAL as MS_PLURAL
 from ..convert import Conversion, Problem
 from ..convert.plan import Actions, controlled_by, plan
+from ..events import event_body
 from .informer import Handler, Informer, InformerConfig, Obj, key_of
 from .workqueue import WorkQueue
 
@@ -182,29 +181,9 @@ class Converters:
 
     async def _event(self, source: Source, obj: Obj, reason: str, message: str) -> None:
         meta = obj["metadata"]
-        now = dt.datetime.now(dt.UTC).isoformat()
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{meta['name']}.{secrets.token_hex(8)}", "namespace": meta["namespace"]},
-            "involvedObject": {
-                "apiVersion": source.api_version,
-                "kind": source.kind,
-                "name": meta["name"],
-                "namespace": meta["namespace"],
-                "uid": meta["uid"],
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "type": "Warning",
-            "reason": reason,
-            "message": message[:1024],
-            "source": {"component": EVENT_SOURCE},
-            "reportingComponent": EVENT_SOURCE,
-            "reportingInstance": EVENT_SOURCE,
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
+        involved = {"apiVersion": source.api_version, "kind": source.kind,
+                    **{k: meta.get(k) for k in ("name", "namespace", "uid", "resourceVersion")}}  # fmt: skip
+        body = event_body(involved, "Warning", reason, message, EVENT_SOURCE)
         try:
             await self.core.create_namespaced_event(meta["namespace"], body)
         except ApiException as exc:  # events are best effort
