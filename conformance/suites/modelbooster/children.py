@@ -173,6 +173,32 @@ class Sources:
         )
 
 
+def delete_all(ms: ModelServings, kind: Kind) -> None:
+    """Delete every object of ``kind`` in the test namespace (none when the kind is not served).
+
+    The namespace cleanup deletes the ModelServings a test created and then waits for every Pod to
+    be gone; a converted child is not the test's, and deleting it would only have the converter make
+    it again. Deleting the sources lets garbage collection remove their children and the children's
+    Pods, which the namespace cleanup then waits for."""
+    from kubernetes.client.exceptions import ApiException
+
+    custom = ms.kube.custom
+    try:
+        listing = custom.list_namespaced_custom_object(kind.group, kind.version, ms.ns, kind.plural)
+    except ApiException as exc:
+        if exc.status == 404:
+            return
+        raise
+    for item in listing.get("items") or []:
+        try:
+            name = item["metadata"]["name"]
+            custom.delete_namespaced_custom_object(kind.group, kind.version, ms.ns, kind.plural, name,
+                                                   propagation_policy="Background")  # fmt: skip
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
 def rejection_message(exc: Any) -> str:
     try:
         return rejection_of(exc).message
