@@ -180,12 +180,13 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
         _clean(report_dir)
         progress(f"bringing up the {options.provider_name} cluster")
         spec = ClusterSpec(name=options.cluster_name or f"conformance-{os.getpid()}")
-        if options.implementation == "reference" and options.provider_name == "local":
-            from ..implementations import reference
+        if options.provider_name == "local":  # created before the garbage collector starts: known at once
+            if options.implementation == "reference":
+                from ..implementations import reference
 
-            spec = spec.model_copy(update={"crds": reference.crds()})
-        elif options.provider_name == "local":  # created before the garbage collector starts: known at once
-            own = crds_of(list(launch.manifests)) if launch is not None else []
+                own = reference.crds()
+            else:
+                own = crds_of(list(launch.manifests)) if launch is not None else []
             needed = [d for d in installable(selection.profiles) if d["metadata"]["name"] not in
                       {c["metadata"]["name"] for c in own}]  # fmt: skip
             spec = spec.model_copy(update={"crds": [*own, *needed]})
