@@ -34,35 +34,35 @@ TABLES: dict[str, dict[str, list[str]]] = {
 }
 
 # behaviour id -> why no fault variant proves it can fail
-# TODO(lead): the converter behaviours (issue 16, part 3) wait for reference faults that break them; each
-# reason names the fault needed. Remove an entry once its fault is in a CAUGHT_BY table.
+# TODO(lead): the converter behaviours (issue 16, part 3). The faults named "caught by" made these behaviours fail
+# (non-conformant, or warning for a SHOULD) in local runs with --reference-fault: list them in CAUGHT_BY
+# (tests/integration/test_self_validation.py) and drop the entries; the others need the new fault named.
 NOT_YET_PROVEN: dict[str, str] = {
-    "modelbooster/convert/one-child": "needs the reference fault converter-two-children (a second ModelServing controlled by the booster)",
-    "modelbooster/convert/worker-image": "needs the reference fault booster-fixed-engine-image (the engine ignores workers[].image)",
-    "modelbooster/convert/backend-env": "needs the reference fault booster-env-dropped (backend.env not set on the engine container)",
-    "modelbooster/convert/downloader-model-uri": "needs the reference fault booster-no-downloader (no init container given the modelURI)",
-    "modelbooster/convert/cache-hostpath": "needs the reference fault booster-cache-wrong-path (the cache mounted at /cache, not /PATH or /CLAIM)",
-    "modelbooster/convert/cache-pvc": "needs the reference fault booster-cache-wrong-path (the cache mounted at /cache, not /PATH or /CLAIM)",
-    "modelbooster/convert/cache-empty": "needs the reference fault booster-cache-engine-only (the cache not mounted in the downloader)",
-    "modelbooster/convert/scheduler-name": "needs the reference fault booster-scheduler-dropped (backend.schedulerName not on the child)",
-    "modelbooster/convert/runtime-class": "needs the reference fault booster-runtime-class-dropped (backend.runtimeClassName not on the Pods)",
-    "modelbooster/convert/single-pod-no-worker-template": "needs the reference fault booster-worker-template-always (a workerTemplate also for pods 1)",
-    "modelbooster/convert/multi-pod-worker-template": "needs the reference fault booster-workers-off-by-one (workerReplicas = pods)",
-    "modelbooster/convert/headless-service-declared": "needs the reference fault converter-no-headless-service (new children without the plugin)",
-    "modelbooster/convert/plugins-stable-on-pods-change": "needs the reference fault converter-plugins-follow-workers (the chain recomputed on a change)",
-    "modelbooster/convert/backend-rename-replaces-child": "needs the reference fault booster-rename-in-place (the child kept, only its spec updated)",
-    "modelbooster/convert/disaggregated-roles": "needs the reference fault booster-disaggregated-one-role (prefill and decode merged into one Role)",
-    "modelbooster/status/observed-generation": "needs the reference fault booster-no-observed-generation (status.observedGeneration never written)",
-    "modelbooster/admission/documented-bounds": "needs the reference fault booster-crd-no-validation (the CRD schema without its validations, no webhook rules)",
-    "modelbooster/admission/names-field": "needs the reference fault booster-crd-no-validation (the CRD schema without its validations, no webhook rules)",
-    "modelbooster/admission/worker-type-default": "needs the reference fault booster-crd-no-validation (the CRD "
-    "schema without its validations and defaults)",
-    "modelbooster/admission/deprecation-warning": "needs the reference fault booster-crd-not-deprecated (the CRD version not marked deprecated)",
-    "lws/convert/headless-service-declared": "needs the reference fault converter-no-headless-service (new children without the plugin)",
-    "lws/convert/size-one-keeps-worker-template": "needs the reference fault lws-no-worker-template-at-size-one (size 1 without workerTemplate)",
-    "lws/convert/size-one-dns": "needs the reference fault lws-no-worker-template-at-size-one (size 1 without workerTemplate)",
-    "lws/convert/size-three-layout": "needs the reference fault lws-workers-off-by-one (workerReplicas = size)",
-    "lws/convert/plugins-stable-on-size-change": "needs the reference fault converter-plugins-follow-workers (the chain recomputed on a change)",
+    "modelbooster/convert/worker-image": "caught by booster-worker-image-ignored, not yet in CAUGHT_BY",
+    "modelbooster/convert/backend-env": "caught by booster-env-dropped, not yet in CAUGHT_BY",
+    "modelbooster/convert/downloader-model-uri": "caught by booster-downloader-without-uri, not yet in CAUGHT_BY",
+    "modelbooster/convert/cache-hostpath": "caught by booster-cache-entry-only, not yet in CAUGHT_BY",
+    "modelbooster/convert/cache-empty": "caught by booster-cache-entry-only, not yet in CAUGHT_BY",
+    "modelbooster/convert/cache-pvc": "caught by booster-cache-entry-only, not yet in CAUGHT_BY",
+    "modelbooster/convert/scheduler-name": "caught by booster-scheduler-name-dropped, not yet in CAUGHT_BY",
+    "modelbooster/convert/runtime-class": "caught by booster-runtime-class-dropped, not yet in CAUGHT_BY",
+    "modelbooster/convert/single-pod-no-worker-template": "caught by booster-worker-template-always, not yet in CAUGHT_BY",
+    "modelbooster/convert/multi-pod-worker-template": "caught by booster-no-worker-template, not yet in CAUGHT_BY",
+    "modelbooster/convert/headless-service-declared": "caught by booster-child-without-headless, not yet in CAUGHT_BY",
+    "modelbooster/convert/plugins-stable-on-pods-change": "caught by booster-plugins-rederived, not yet in CAUGHT_BY",
+    "modelbooster/convert/backend-rename-replaces-child": "caught by booster-rename-keeps-old-child, not yet in CAUGHT_BY",
+    "modelbooster/convert/disaggregated-roles": "caught by booster-disaggregated-one-role, not yet in CAUGHT_BY",
+    "modelbooster/status/observed-generation": "caught by booster-no-observed-generation, not yet in CAUGHT_BY",
+    "modelbooster/admission/deprecation-warning": "caught by booster-crd-not-deprecated, not yet in CAUGHT_BY",
+    "lws/convert/headless-service-declared": "caught by lws-child-without-headless, not yet in CAUGHT_BY",
+    "lws/convert/size-one-keeps-worker-template": "caught by lws-size-one-without-worker-template, not yet in CAUGHT_BY",
+    "lws/convert/size-one-dns": "caught by lws-size-one-without-worker-template, not yet in CAUGHT_BY",
+    "lws/convert/size-three-layout": "caught by lws-worker-replicas-equal-size, not yet in CAUGHT_BY",
+    "lws/convert/plugins-stable-on-size-change": "caught by lws-plugins-rederived, not yet in CAUGHT_BY",
+    "modelbooster/convert/one-child": "needs a new fault: a second ModelServing controlled by the booster (e.g. converter-two-children)",
+    "modelbooster/admission/documented-bounds": "needs a new fault: the ModelBooster CRD served without its validations (e.g. booster-crd-no-validation)",
+    "modelbooster/admission/names-field": "needs a new fault: refusals of the documented validations without field paths (booster-admission-message-without-field only changes webhook messages, and every case here is refused by the schema first)",
+    "modelbooster/admission/worker-type-default": "needs a new fault: the ModelBooster CRD without its defaults (e.g. booster-crd-no-defaults)",
 }
 
 
