@@ -704,8 +704,15 @@ FAULTS: dict[str, str] = {
     "booster-no-observed-generation": "a ModelBooster's status.observedGeneration is never written",
     "booster-crd-not-deprecated": "the ModelBooster CRD version carries no deprecation (no warning on use)",
     "booster-admission-message-without-field": (
-        "a ModelBooster refused by the webhook is told the reasons without the field paths"
+        "the ModelBooster CRD carries none of its documented bounds, patterns, enums, sizes and CEL rules, and the "
+        "webhook refuses what they would have with the reasons only, without the field paths"
     ),
+    "booster-crd-no-bounds": (
+        "neither the ModelBooster CRD nor the webhook checks the documented bounds, patterns, enums, sizes and "
+        "worker types: such boosters are stored"
+    ),
+    "booster-crd-no-defaults": "the ModelBooster CRD carries no default: a worker without a type is stored without one",
+    "booster-child-twice": "a ModelBooster gets a second ModelServing it controls, a twin of its child",
     "lws-child-without-headless": "a new LeaderWorkerSet child does not declare the headless-service plugin",
     "lws-size-one-without-worker-template": (
         "a LeaderWorkerSet of size 1 becomes a Role without workerTemplate (so no plugin Services or DNS settings)"

@@ -49,6 +49,28 @@ PVC_MODEL_NEEDS_PVC_CACHE = {
 BACKEND_RULES = [VLLM_WORKERS, DISAGGREGATED_WORKERS, PVC_MODEL_NEEDS_PVC_CACHE]
 
 
+# Self-validation: the keywords booster-crd-no-bounds drops from the schema.
+CHECK_KEYWORDS = ("minimum", "maximum", "enum", "pattern", "minLength", "maxLength", "minItems", "maxItems")
+
+
+def _drop(schema: Any, keywords: tuple[str, ...]) -> None:
+    """Remove ``keywords`` from every schema under ``schema`` (never a property that has such a name)."""
+    if isinstance(schema, list):
+        for item in schema:
+            _drop(item, keywords)
+        return
+    if not isinstance(schema, dict):
+        return
+    for keyword in keywords:
+        schema.pop(keyword, None)
+    for key, value in schema.items():
+        if key == "properties" and isinstance(value, dict):
+            for sub in value.values():
+                _drop(sub, keywords)
+        else:
+            _drop(value, keywords)
+
+
 def core_schemas() -> dict[str, dict[str, Any]]:
     """The PodSpec snapshot's schemas of the core/v1 fields a ModelBooster embeds, by field name."""
     pod = load_snapshot()["properties"]
@@ -73,6 +95,11 @@ def crd() -> dict[str, Any]:
     for name in ("resources", "affinity", "tolerations"):
         worker["properties"][name] = core[name]
     backend["x-kubernetes-validations"] = BACKEND_RULES
+    if faults.active("booster-crd-no-bounds") or faults.active("booster-admission-message-without-field"):
+        del backend["x-kubernetes-validations"]
+        _drop(spec, CHECK_KEYWORDS)
+    if faults.active("booster-crd-no-defaults"):
+        _drop(spec, ("default",))
     status = model_schema(ModelStatus, f"{PLURAL}:status")
     description = f"ModelBooster makes a ModelServing for one model backend. Deprecated: {DEPRECATION}"
     version: dict[str, Any] = {"deprecated": True, "deprecationWarning": DEPRECATION, "subresources": {"status": {}}}

@@ -83,6 +83,13 @@ def plan(source: Obj, owned: Iterable[Obj], convert: Converter) -> Actions:
     stale = tuple(sorted(n for n, c in children.items() if n != name and not c["metadata"].get("deletionTimestamp")))
     if faults.active("booster-rename-keeps-old-child"):
         stale = ()
+    twin = f"{name}-twin"
+    if faults.active("booster-child-twice") and desired["metadata"]["ownerReferences"][0]["kind"] == "ModelBooster":
+        stale = tuple(n for n in stale if n != twin)
+        if existing is not None and twin not in children:
+            copy_ = copy.deepcopy(desired)
+            copy_["metadata"]["name"] = twin
+            return Actions(create=copy_, delete=stale, ignored=conversion.ignored)
     if existing is None:
         return Actions(create=desired, delete=stale, ignored=conversion.ignored)
     update = None if contains(existing, {k: desired[k] for k in ("metadata", "spec")}) else _updated(existing, desired)

@@ -34,36 +34,7 @@ TABLES: dict[str, dict[str, list[str]]] = {
 }
 
 # behaviour id -> why no fault variant proves it can fail
-# TODO(lead): the converter behaviours (issue 16, part 3). The faults named "caught by" made these behaviours fail
-# (non-conformant, or warning for a SHOULD) in local runs with --reference-fault: list them in CAUGHT_BY
-# (tests/integration/test_self_validation.py) and drop the entries; the others need the new fault named.
-NOT_YET_PROVEN: dict[str, str] = {
-    "modelbooster/convert/worker-image": "caught by booster-worker-image-ignored, not yet in CAUGHT_BY",
-    "modelbooster/convert/backend-env": "caught by booster-env-dropped, not yet in CAUGHT_BY",
-    "modelbooster/convert/downloader-model-uri": "caught by booster-downloader-without-uri, not yet in CAUGHT_BY",
-    "modelbooster/convert/cache-hostpath": "caught by booster-cache-entry-only, not yet in CAUGHT_BY",
-    "modelbooster/convert/cache-empty": "caught by booster-cache-entry-only, not yet in CAUGHT_BY",
-    "modelbooster/convert/cache-pvc": "caught by booster-cache-entry-only, not yet in CAUGHT_BY",
-    "modelbooster/convert/scheduler-name": "caught by booster-scheduler-name-dropped, not yet in CAUGHT_BY",
-    "modelbooster/convert/runtime-class": "caught by booster-runtime-class-dropped, not yet in CAUGHT_BY",
-    "modelbooster/convert/single-pod-no-worker-template": "caught by booster-worker-template-always, not yet in CAUGHT_BY",
-    "modelbooster/convert/multi-pod-worker-template": "caught by booster-no-worker-template, not yet in CAUGHT_BY",
-    "modelbooster/convert/headless-service-declared": "caught by booster-child-without-headless, not yet in CAUGHT_BY",
-    "modelbooster/convert/plugins-stable-on-pods-change": "caught by booster-plugins-rederived, not yet in CAUGHT_BY",
-    "modelbooster/convert/backend-rename-replaces-child": "caught by booster-rename-keeps-old-child, not yet in CAUGHT_BY",
-    "modelbooster/convert/disaggregated-roles": "caught by booster-disaggregated-one-role, not yet in CAUGHT_BY",
-    "modelbooster/status/observed-generation": "caught by booster-no-observed-generation, not yet in CAUGHT_BY",
-    "modelbooster/admission/deprecation-warning": "caught by booster-crd-not-deprecated, not yet in CAUGHT_BY",
-    "lws/convert/headless-service-declared": "caught by lws-child-without-headless, not yet in CAUGHT_BY",
-    "lws/convert/size-one-keeps-worker-template": "caught by lws-size-one-without-worker-template, not yet in CAUGHT_BY",
-    "lws/convert/size-one-dns": "caught by lws-size-one-without-worker-template, not yet in CAUGHT_BY",
-    "lws/convert/size-three-layout": "caught by lws-worker-replicas-equal-size, not yet in CAUGHT_BY",
-    "lws/convert/plugins-stable-on-size-change": "caught by lws-plugins-rederived, not yet in CAUGHT_BY",
-    "modelbooster/convert/one-child": "needs a new fault: a second ModelServing controlled by the booster (e.g. converter-two-children)",
-    "modelbooster/admission/documented-bounds": "needs a new fault: the ModelBooster CRD served without its validations (e.g. booster-crd-no-validation)",
-    "modelbooster/admission/names-field": "needs a new fault: refusals of the documented validations without field paths (booster-admission-message-without-field only changes webhook messages, and every case here is refused by the schema first)",
-    "modelbooster/admission/worker-type-default": "needs a new fault: the ModelBooster CRD without its defaults (e.g. booster-crd-no-defaults)",
-}
+NOT_YET_PROVEN: dict[str, str] = {}
 
 
 def _targets() -> dict[str, str]:

@@ -152,11 +152,40 @@ def probe_crd_deprecated() -> tuple[Any, bool]:
     return version.get("deprecated"), bool(version.get("deprecationWarning"))
 
 
-def probe_webhook_message() -> bool:
+def probe_webhook_message() -> bool | None:
     bad = booster(workers=[{"type": "prefill", "image": IMAGE}])
     review = {"request": {"uid": "1", "operation": "CREATE", "object": bad,
                           "kind": {"group": "workload.serving.volcano.sh", "version": "v1alpha1", "kind": "ModelBooster"}}}  # fmt: skip
-    return "spec.backend.workers[0].type" in review_response(review)["response"]["status"]["message"]
+    response = review_response(review)["response"]
+    return None if response["allowed"] else "spec.backend.workers[0].type" in response["status"]["message"]
+
+
+def probe_crd_bounds() -> tuple[bool, bool]:
+    """Whether the CRD carries the backend's CEL rules and the worker type's enum."""
+    backend = crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["backend"]
+    worker_type = backend["properties"]["workers"]["items"]["properties"]["type"]
+    return "x-kubernetes-validations" in backend, "enum" in worker_type
+
+
+def probe_bounds() -> tuple[tuple[bool, bool], bool]:
+    """The CRD's checks (:func:`probe_crd_bounds`), and whether the webhook refuses a booster whose backend
+    replicas exceed the documented maximum."""
+    bad = booster(replicas=2_000_000)
+    review = {"request": {"uid": "1", "operation": "CREATE", "object": bad,
+                          "kind": {"group": "workload.serving.volcano.sh", "version": "v1alpha1", "kind": "ModelBooster"}}}  # fmt: skip
+    return probe_crd_bounds(), review_response(review)["response"]["allowed"] is False
+
+
+def probe_crd_worker_type_default() -> Any:
+    backend = crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["backend"]
+    return backend["properties"]["workers"]["items"]["properties"]["type"].get("default")
+
+
+def probe_children_made() -> list[str | None]:
+    """What a booster whose child exists asks to create (None: nothing)."""
+    existing = stored(child(modelbooster.convert(booster(), None)))
+    made = plan(booster(), [existing], modelbooster.convert).create
+    return [None if made is None else made["metadata"]["name"]]
 
 
 # -- LeaderWorkerSet --------------------------------------------------------------------------------
@@ -201,7 +230,11 @@ CASES = [
     ("booster-no-observed-generation", probe_observed_generation, [{"status": {"observedGeneration": 3}}], [], ()),
     ("booster-crd-not-deprecated", probe_crd_deprecated, (True, True), (None, False), ()),
     ("booster-admission-message-without-field", probe_webhook_message, True, False,
-     ("admission-message-without-field",)),
+     ("admission-message-without-field", "booster-crd-no-bounds")),
+    ("booster-crd-no-bounds", probe_bounds, ((True, True), True), ((False, False), False),
+     ("booster-admission-message-without-field", "enums-not-validated")),
+    ("booster-crd-no-defaults", probe_crd_worker_type_default, "server", None, ("no-schema-defaults",)),
+    ("booster-child-twice", probe_children_made, [None], ["mb-b1-twin"], ()),
     ("lws-child-without-headless", probe_lws_plugins_new, HEADLESS, None, ()),
     ("lws-plugins-rederived", probe_lws_plugins_kept, HEADLESS, [], ("lws-child-without-headless",)),
     ("lws-size-one-without-worker-template", probe_lws_size_one, (True, 0), (False, 0),
