@@ -679,6 +679,10 @@ FAULTS: dict[str, str] = {
         "a ModelBooster's child runs every engine container with one fixed image instead of its worker's image"
     ),
     "booster-env-dropped": "a ModelBooster's backend env and envFrom reach no container of the child's Pods",
+    "booster-worker-scheduling-dropped": (
+        "a ModelBooster worker's resources, affinity and tolerations are not carried onto its Pods"
+    ),
+    "booster-env-from-dropped": "a ModelBooster's backend envFrom reaches no container of the child's Pods (env does)",
     "booster-downloader-without-uri": (
         "the child's downloader init container is given the cache directory but not the ModelBooster's modelURI"
     ),

@@ -183,7 +183,7 @@ def _env(backend: ModelBackend) -> dict[str, Any]:
         return out
     if backend.env:
         out["env"] = [dict(e) for e in backend.env]
-    if backend.env_from:
+    if backend.env_from and not faults.active("booster-env-from-dropped"):
         out["envFrom"] = [dict(e) for e in backend.env_from]
     return out
 
@@ -205,7 +205,8 @@ def _pod(
     }
     image = "registry.example/engine:wrong" if faults.active("booster-worker-image-ignored") else worker.image
     engine: dict[str, Any] = {"name": ENGINE, "image": image, "command": command, **_env(backend)}
-    if worker.resources:
+    dropped = faults.active("booster-worker-scheduling-dropped")
+    if worker.resources and not dropped:
         engine["resources"] = json.loads(json.dumps(worker.resources))
     engine["volumeMounts"] = [dict(cache_mount_), {"name": SHM, "mountPath": SHM_MOUNT}]
     spec: dict[str, Any] = {
@@ -219,9 +220,9 @@ def _pod(
         spec["volumes"] = spec["volumes"][1:]
     if backend.runtime_class_name and not faults.active("booster-runtime-class-dropped"):
         spec["runtimeClassName"] = backend.runtime_class_name
-    if worker.affinity:
+    if worker.affinity and not dropped:
         spec["affinity"] = json.loads(json.dumps(worker.affinity))
-    if worker.tolerations:
+    if worker.tolerations and not dropped:
         spec["tolerations"] = json.loads(json.dumps(worker.tolerations))
     return {"metadata": {"labels": dict(labels)}, "spec": spec}
 

@@ -319,6 +319,8 @@ CAUGHT_BY: dict[str, list[str]] = {
     # Converters (issue 16)
     "booster-worker-image-ignored": ["modelbooster/convert/worker-image"],
     "booster-env-dropped": ["modelbooster/convert/backend-env"],
+    "booster-env-from-dropped": ["modelbooster/convert/backend-env-from"],
+    "booster-worker-scheduling-dropped": ["modelbooster/convert/worker-scheduling"],
     "booster-downloader-without-uri": ["modelbooster/convert/downloader-model-uri"],
     "booster-cache-entry-only": ["modelbooster/convert/cache-*"],
     "booster-scheduler-name-dropped": ["modelbooster/convert/scheduler-name"],

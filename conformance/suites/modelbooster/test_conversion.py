@@ -148,3 +148,60 @@ def test_the_runtime_class_reaches_every_pod(ms: ModelServings) -> None:
         except ApiException as exc:
             if exc.status != 404:
                 raise
+
+
+# What a worker asks of its Pods' scheduling (ModelWorker resources, affinity, tolerations): a preferred affinity
+# and an Exists toleration, so the Pods schedule on any node.
+RESOURCES = {"requests": {"cpu": "100m", "memory": "64Mi"}}
+AFFINITY = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+    {"weight": 1, "preference": {"matchExpressions": [
+        {"key": "conformance.kthena.io/preferred", "operator": "In", "values": ["yes"]}]}}]}}  # fmt: skip
+TOLERATION = {"key": "conformance.kthena.io/tainted", "operator": "Exists", "effect": "NoSchedule"}
+ENV_FROM = {"configMapRef": {"name": "conformance-absent", "optional": True}}
+
+
+@behaviour(
+    "modelbooster/convert/worker-scheduling",
+    "Every Pod of a ModelBooster's child MUST carry its worker's resources (on the container running the worker's "
+    "image), affinity and tolerations.",
+    WORKER,
+    Feature.MODEL_BOOSTER,
+)
+def test_every_pod_carries_the_worker_resources_affinity_and_tolerations(ms: ModelServings) -> None:
+    body = booster("mb-sched")
+    body["spec"]["backend"]["workers"][0].update(resources=RESOURCES, affinity=AFFINITY, tolerations=[TOLERATION])
+    _, pods = start(ms, body, ready=False)
+    wrong: dict[str, list[str]] = {}
+    for name, spec in pod_specs(ms, pods).items():
+        problems = []
+        requests = [(c.get("resources") or {}).get("requests") or {} for c in engines(spec)]
+        if not requests or any({k: r.get(k) for k in RESOURCES["requests"]} != RESOURCES["requests"] for r in requests):
+            problems.append(f"resources.requests {requests} (want {RESOURCES['requests']})")
+        if spec.get("affinity") != AFFINITY:
+            problems.append(f"affinity {spec.get('affinity')}")
+        if TOLERATION not in (spec.get("tolerations") or []):
+            problems.append(f"tolerations {spec.get('tolerations')}")
+        if problems:
+            wrong[name] = problems
+    assert not wrong, (
+        f"Pods of the child do not carry the worker's resources {RESOURCES}, affinity and toleration {TOLERATION} "
+        f"(ModelWorker: the resource requirements and the scheduling rules of the worker pods): {wrong}"
+    )
+
+
+@behaviour(
+    "modelbooster/convert/backend-env-from",
+    "In every Pod of a ModelBooster's child, the container running the worker's image MUST carry the backend's "
+    "envFrom sources.",
+    BACKEND,
+    Feature.MODEL_BOOSTER,
+)
+def test_the_engine_carries_the_backend_env_from(ms: ModelServings) -> None:
+    body = booster("mb-envfrom")
+    body["spec"]["backend"]["envFrom"] = [ENV_FROM]
+    _, pods = start(ms, body, ready=False)
+    wrong = {
+        f"{name}/{c['name']}": c.get("envFrom")
+        for name, spec in pod_specs(ms, pods).items() for c in engines(spec) if ENV_FROM not in (c.get("envFrom") or [])
+    }  # fmt: skip
+    assert not wrong, f"the backend's envFrom {ENV_FROM} is not on the container running {IMAGE}: seen {wrong}"

@@ -73,6 +73,18 @@ def probe_engine_env() -> list[bool]:
     return [bool(s["containers"][0].get("env")) for s in pod_specs(modelbooster.convert(booster(), None))]
 
 
+def probe_worker_scheduling() -> list[tuple[bool, bool, bool]]:
+    extra = {"resources": {"requests": {"cpu": "1"}}, "affinity": {"nodeAffinity": {}},
+             "tolerations": [{"operator": "Exists"}]}  # fmt: skip
+    converted = modelbooster.convert(booster(workers=[{"type": "server", "image": IMAGE, "pods": 2, **extra}]), None)
+    return [("resources" in s["containers"][0], "affinity" in s, "tolerations" in s) for s in pod_specs(converted)]
+
+
+def probe_engine_env_from() -> list[bool]:
+    converted = modelbooster.convert(booster(envFrom=[{"configMapRef": {"name": "c"}}]), None)
+    return [bool(s["containers"][0].get("envFrom")) for s in pod_specs(converted)]
+
+
 def probe_downloader_has_uri() -> bool:
     spec = pod_specs(modelbooster.convert(booster(), None))[0]
     return any(URI in c.get("args", []) for c in spec.get("initContainers", []))
@@ -218,6 +230,9 @@ CASES = [
      ONE_POD),
     ("booster-env-dropped", probe_engine_env, [True, True], [False, False], ONE_POD),
     ("booster-downloader-without-uri", probe_downloader_has_uri, True, False, ()),
+    ("booster-worker-scheduling-dropped", probe_worker_scheduling, [(True, True, True)] * 2,
+     [(False, False, False)] * 2, ONE_POD),
+    ("booster-env-from-dropped", probe_engine_env_from, [True, True], [False, False], (*ONE_POD, "booster-env-dropped")),
     ("booster-scheduler-name-dropped", probe_scheduler_name, "sched", None, ()),
     ("booster-runtime-class-dropped", probe_runtime_class, ["rc", "rc"], [None, None], ONE_POD),
     ("booster-child-without-headless", probe_booster_plugins_new, HEADLESS, None, ()),
