@@ -281,6 +281,8 @@ def run_command(
         )
     from kubernetes_asyncio.config import ConfigException
 
+    from .admission.server import WebhookListenError
+
     with contextlib.suppress(KeyboardInterrupt):
         webhook = (webhook_host, webhook_port, webhook_cert, webhook_key) if webhook_port else None
         try:
@@ -292,6 +294,8 @@ def run_command(
                 f"no cluster to connect to: {exc}",
                 "pass --kubeconfig, or run inside a Pod with a ServiceAccount token mounted",
             )
+        except WebhookListenError as exc:
+            _fail(str(exc), "pick a free --webhook-port, and a --webhook-host of this machine")
 
 
 if __name__ == "__main__":

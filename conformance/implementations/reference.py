@@ -397,10 +397,34 @@ def _synced(proc: subprocess.Popen[bytes], log: Path, offset: int) -> subprocess
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise HarnessError(f"the reference controller exited with code {proc.returncode} at start", f"see {log}")
+            raise HarnessError(
+                f"the reference controller exited with code {proc.returncode} at start; its last output:"
+                f"\n      {_shown_tail(log, offset)}",
+                f"see {log}",
+            )
         if b"caches synced" in log.read_bytes()[offset:]:
             return proc
         time.sleep(0.05)
     proc.kill()
     proc.wait()
-    raise HarnessError("the reference controller did not sync its caches within 30s", f"see {log}")
+    raise HarnessError(
+        "the reference controller did not sync its caches within 30s; its last output:"
+        f"\n      {_shown_tail(log, offset)}",
+        f"see {log}",
+    )
+
+
+def _shown_tail(log: Path, offset: int, lines: int = 8) -> str:
+    """The last ``lines`` non-blank lines the controller wrote after ``offset``, indented for an error
+    (the log may be in a temporary directory the reader never sees)."""
+    try:
+        text = log.read_bytes()[offset:].decode(errors="replace")
+    except OSError:
+        return "(no log)"
+    shown = [line for line in text.splitlines() if line.strip()][-lines:]
+    return "\n      ".join(shown) or "(no output)"
+
+
+def port_taken(error: HarnessError) -> bool:
+    """Did a start fail because its webhook port was taken between the pick and the bind? Pure."""
+    return "address already in use" in error.message.lower()

@@ -15,6 +15,9 @@ from ..cluster.errors import HarnessError
 from ..cluster.provider import ClusterInfo
 from .launch import LoopbackWebhook, Manifest
 
+# Starts of the reference whose webhook port was taken meanwhile are tried again on a new port.
+PORT_ATTEMPTS = 3
+
 
 def deploy_reference(info: ClusterInfo, secrets_dir: Path, report_dir: Path, faults: list[str]) -> Any:
     """The reference controller as the harness runs it: manifests, token, webhook on loopback.
@@ -24,11 +27,17 @@ def deploy_reference(info: ClusterInfo, secrets_dir: Path, report_dir: Path, fau
     report_dir.mkdir(parents=True, exist_ok=True)
     reference.install(info, faults=tuple(faults))  # faults of the CRD schema are in the CRD it installs
     kubeconfig = reference.token_kubeconfig(info, secrets_dir)
-    webhook = reference.webhook_certificates(secrets_dir) if info.provider == "local" else None
     log = report_dir / "kthena-ref.log"
     log.unlink(missing_ok=True)
-    extra = [*(webhook.flags() if webhook else ()), *(f"--fault={f}" for f in faults)]
-    controller = reference.start(kubeconfig, log, owner_pid=os.getpid(), extra=tuple(extra))
+    for attempt in range(PORT_ATTEMPTS):  # its port is picked free, then bound: another process may take it
+        webhook = reference.webhook_certificates(secrets_dir) if info.provider == "local" else None
+        extra = [*(webhook.flags() if webhook else ()), *(f"--fault={f}" for f in faults)]
+        try:
+            controller = reference.start(kubeconfig, log, owner_pid=os.getpid(), extra=tuple(extra))
+            break
+        except HarnessError as exc:
+            if webhook is None or attempt == PORT_ATTEMPTS - 1 or not reference.port_taken(exc):
+                raise
     if webhook is not None:
         reference.register_webhook(info, webhook)
     return controller

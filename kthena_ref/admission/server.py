@@ -174,6 +174,10 @@ async def _healthz(_: web.Request) -> web.Response:
     return web.Response(text="ok")
 
 
+class WebhookListenError(Exception):
+    """The webhook's address cannot be bound (in use, not this host's): a user's error, said as such."""
+
+
 async def serve(
     port: int,
     cert: Path,
@@ -210,6 +214,10 @@ async def serve(
     context.load_cert_chain(str(cert), str(key))
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, host, port, ssl_context=context).start()
+    try:
+        await web.TCPSite(runner, host, port, ssl_context=context).start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise WebhookListenError(f"the webhook cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     log.info("webhook serving https://%s:%d%s, %s and %s", host, port, PATH, AUTOSCALING_PATH, MODELBOOSTER_PATH)
     return runner

@@ -11,6 +11,7 @@ import contextlib
 import ctypes
 import errno
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -78,13 +79,49 @@ def log_tail(path: Path, lines: int = 12) -> list[str]:
     return [line for line in text.splitlines() if line.strip()][-lines:]
 
 
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct loopback ports that were free a moment ago (all held while picking)."""
-    socks = []
+# Where the kernel takes ephemeral ports from (for ``bind(0)`` and for every outgoing connection).
+EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+# Listening ports are picked below the ephemeral range, from here up: a port picked from inside it
+# can be taken by any outgoing connection (the clients of six clusters make thousands) between the
+# pick and the component's bind, which made a controller start fail now and then under load.
+LISTEN_FLOOR = 20000
+
+
+def listen_port_range(ephemeral: str | None) -> range | None:
+    """The ports to pick listening ports from, given the text of ``ip_local_port_range`` (``None``
+    when unreadable): from :data:`LISTEN_FLOOR` up to the first ephemeral port; ``None`` when that
+    leaves fewer than 1,000 ports (then the kernel picks). Pure."""
     try:
-        for _ in range(count):
+        low = int((ephemeral or "").split()[0])
+    except (IndexError, ValueError):
+        return None
+    return range(LISTEN_FLOOR, low) if low - LISTEN_FLOOR >= 1000 else None
+
+
+def _ephemeral_text() -> str | None:
+    try:
+        return EPHEMERAL_RANGE_FILE.read_text()
+    except OSError:
+        return None
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports that were free a moment ago (all held while picking),
+    below the ephemeral range when there is room (:func:`listen_port_range`), so no outgoing
+    connection takes one before its server binds it."""
+    pool = listen_port_range(_ephemeral_text())
+    socks: list[socket.socket] = []
+    try:
+        tries = 0
+        while len(socks) < count:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
+            port = random.choice(pool) if pool is not None and tries < 200 else 0
+            tries += 1
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                s.close()
+                continue
             socks.append(s)
         return [s.getsockname()[1] for s in socks]
     finally:

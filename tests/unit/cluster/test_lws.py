@@ -34,9 +34,15 @@ REFUSED = {
     [
         pytest.param(json.dumps(OK, indent="\t"), Path(OK["Dir"]), id="go-prints-tab-indented-json"),
         pytest.param(json.dumps(OK) + "\n\n", Path(OK["Dir"]), id="trailing-whitespace"),
-        pytest.param(json.dumps(REFUSED), "could not fetch sigs.k8s.io/lws@v9.9.9: sigs.k8s.io/lws@v9.9.9: reading", id="error-field"),
+        pytest.param(
+            json.dumps(REFUSED),
+            "could not fetch sigs.k8s.io/lws@v9.9.9: sigs.k8s.io/lws@v9.9.9: reading",
+            id="error-field",
+        ),
         pytest.param(json.dumps({**OK, "Error": "checksum mismatch"}), "checksum mismatch", id="error-wins-over-dir"),
-        pytest.param(json.dumps({k: v for k, v in OK.items() if k != "Dir"}), "no Dir for sigs.k8s.io/lws@v0.7.0", id="no-dir"),
+        pytest.param(
+            json.dumps({k: v for k, v in OK.items() if k != "Dir"}), "no Dir for sigs.k8s.io/lws@v0.7.0", id="no-dir"
+        ),
         pytest.param(json.dumps({**OK, "Dir": ""}), "no Dir for", id="empty-dir"),
         pytest.param(json.dumps({"Dir": 7}), "no Dir for ?@?", id="dir-not-a-string"),
         pytest.param("", "printed nothing", id="empty-output"),
@@ -77,9 +83,13 @@ def _crd(**changes: Any) -> dict[str, Any]:
         pytest.param(["a list"], "not a YAML mapping", id="not-a-mapping"),
         pytest.param(_crd(kind="Deployment"), "kind is 'Deployment'", id="wrong-kind"),
         pytest.param(_crd(metadata={"name": "other.example.com"}), "named 'other.example.com'", id="wrong-name"),
-        pytest.param(_crd(spec={**_crd()["spec"], "group": "example.com"}), "is not leaderworkerset.x-k8s.io", id="wrong-group"),
         pytest.param(
-            _crd(spec={**_crd()["spec"], "versions": [{"name": "v1", "served": False}, {"name": "v2", "served": True}]}),
+            _crd(spec={**_crd()["spec"], "group": "example.com"}), "is not leaderworkerset.x-k8s.io", id="wrong-group"
+        ),
+        pytest.param(
+            _crd(
+                spec={**_crd()["spec"], "versions": [{"name": "v1", "served": False}, {"name": "v2", "served": True}]}
+            ),
             "serves ['v2'], not v1",
             id="v1-not-served",
         ),

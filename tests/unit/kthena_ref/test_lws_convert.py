@@ -199,8 +199,14 @@ def test_restart_policy_is_recovery_policy(policy: str | None, recovery: str) ->
             id="readme-rollout-example",
         ),
         pytest.param(
-            {"type": "RollingUpdate", "rollingUpdateConfiguration": {"partition": 1, "maxUnavailable": "50%", "maxSurge": 0}},
-            {"type": "ServingGroupRollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": "50%", "maxSurge": 0, "partition": 1}},
+            {
+                "type": "RollingUpdate",
+                "rollingUpdateConfiguration": {"partition": 1, "maxUnavailable": "50%", "maxSurge": 0},
+            },
+            {
+                "type": "ServingGroupRollingUpdate",
+                "rollingUpdateConfiguration": {"maxUnavailable": "50%", "maxSurge": 0, "partition": 1},
+            },
             id="crd-defaulted-with-partition",
         ),
         pytest.param(
@@ -246,7 +252,9 @@ DEMO = {"name": "demo-pod-tweaks", "type": "BuiltIn", "config": {"runtimeClassNa
     ("existing", "plugins"),
     [
         pytest.param(None, [{"name": HEADLESS_SERVICE}], id="new-child-declares-headless"),
-        pytest.param(child_of([{"name": HEADLESS_SERVICE}]), [{"name": HEADLESS_SERVICE}], id="existing-with-headless-kept"),
+        pytest.param(
+            child_of([{"name": HEADLESS_SERVICE}]), [{"name": HEADLESS_SERVICE}], id="existing-with-headless-kept"
+        ),
         pytest.param(child_of(None), None, id="existing-without-plugins-not-migrated"),
         pytest.param(child_of([]), [], id="existing-empty-chain-kept"),
         pytest.param(child_of([DEMO]), [DEMO], id="existing-other-chain-kept-exactly"),
@@ -290,13 +298,32 @@ def named_template(**fields: Any) -> dict[str, Any]:
     ("source", "fields"),
     [
         pytest.param(lws(startupPolicy="LeaderReady"), ["spec.startupPolicy"], id="startup-leader-ready"),
-        pytest.param(lws(networkConfig={"subdomainPolicy": "Shared"}), ["spec.networkConfig.subdomainPolicy"], id="subdomain-shared"),
-        pytest.param(lws(networkConfig={"subdomainPolicy": "UniquePerReplica"}), ["spec.networkConfig.subdomainPolicy"], id="subdomain-unique"),
-        pytest.param(lws(meta(annotations={EXCLUSIVE: "topology.kubernetes.io/zone"})), [f'metadata.annotations["{EXCLUSIVE}"]'], id="exclusive-topology"),
-        pytest.param(lws(meta(annotations={SUBGROUP_EXCLUSIVE: "x"})), [f'metadata.annotations["{SUBGROUP_EXCLUSIVE}"]'], id="subgroup-exclusive-topology"),
+        pytest.param(
+            lws(networkConfig={"subdomainPolicy": "Shared"}),
+            ["spec.networkConfig.subdomainPolicy"],
+            id="subdomain-shared",
+        ),
+        pytest.param(
+            lws(networkConfig={"subdomainPolicy": "UniquePerReplica"}),
+            ["spec.networkConfig.subdomainPolicy"],
+            id="subdomain-unique",
+        ),
+        pytest.param(
+            lws(meta(annotations={EXCLUSIVE: "topology.kubernetes.io/zone"})),
+            [f'metadata.annotations["{EXCLUSIVE}"]'],
+            id="exclusive-topology",
+        ),
+        pytest.param(
+            lws(meta(annotations={SUBGROUP_EXCLUSIVE: "x"})),
+            [f'metadata.annotations["{SUBGROUP_EXCLUSIVE}"]'],
+            id="subgroup-exclusive-topology",
+        ),
         pytest.param(
             lws(lwt(workerTemplate=named_template(name="w", namespace="serving"))),
-            ["spec.leaderWorkerTemplate.workerTemplate.metadata.name", "spec.leaderWorkerTemplate.workerTemplate.metadata.namespace"],
+            [
+                "spec.leaderWorkerTemplate.workerTemplate.metadata.name",
+                "spec.leaderWorkerTemplate.workerTemplate.metadata.namespace",
+            ],
             id="worker-template-name-namespace",
         ),
         pytest.param(
@@ -305,7 +332,11 @@ def named_template(**fields: Any) -> dict[str, Any]:
             id="leader-template-name",
         ),
         pytest.param(
-            lws(meta(annotations={EXCLUSIVE: "zone"}), startupPolicy="LeaderReady", networkConfig={"subdomainPolicy": "Shared"}),
+            lws(
+                meta(annotations={EXCLUSIVE: "zone"}),
+                startupPolicy="LeaderReady",
+                networkConfig={"subdomainPolicy": "Shared"},
+            ),
             [f'metadata.annotations["{EXCLUSIVE}"]', "spec.startupPolicy", "spec.networkConfig.subdomainPolicy"],
             id="all-at-once",
         ),
@@ -320,7 +351,9 @@ def test_ignored_fields_are_reported_and_the_child_made(source: dict[str, Any], 
 
 
 def test_ignored_template_metadata_is_not_carried() -> None:
-    role = the_role(converted(lws(lwt(workerTemplate=named_template(name="w", namespace="serving", creationTimestamp=None)))))
+    role = the_role(
+        converted(lws(lwt(workerTemplate=named_template(name="w", namespace="serving", creationTimestamp=None))))
+    )
     assert role["workerTemplate"]["metadata"] == {"labels": {"a": "b"}}
 
 
@@ -332,47 +365,171 @@ LONG = "a" * 60
 @pytest.mark.parametrize(
     ("source", "existing", "field", "reason"),
     [
-        pytest.param(lws(lwt(subGroupPolicy={"subGroupSize": 2})), None, "spec.leaderWorkerTemplate.subGroupPolicy", "no subgroups", id="sub-group-policy"),
-        pytest.param(lws(lwt(subGroupPolicy={"subGroupPolicyType": "LeaderWorker"})), None, "spec.leaderWorkerTemplate.subGroupPolicy", "no subgroups", id="sub-group-policy-type-only"),
+        pytest.param(
+            lws(lwt(subGroupPolicy={"subGroupSize": 2})),
+            None,
+            "spec.leaderWorkerTemplate.subGroupPolicy",
+            "no subgroups",
+            id="sub-group-policy",
+        ),
+        pytest.param(
+            lws(lwt(subGroupPolicy={"subGroupPolicyType": "LeaderWorker"})),
+            None,
+            "spec.leaderWorkerTemplate.subGroupPolicy",
+            "no subgroups",
+            id="sub-group-policy-type-only",
+        ),
         pytest.param(lws(lwt(size=0)), None, "spec.leaderWorkerTemplate.size", "below 1", id="size-0"),
         pytest.param(lws(lwt(size=-2)), None, "spec.leaderWorkerTemplate.size", "below 1", id="size-negative"),
-        pytest.param(lws(lwt(size="3")), None, "spec.leaderWorkerTemplate.size", "must be an integer", id="size-string"),
+        pytest.param(
+            lws(lwt(size="3")), None, "spec.leaderWorkerTemplate.size", "must be an integer", id="size-string"
+        ),
         pytest.param(lws(replicas=True), None, "spec.replicas", "must be an integer", id="replicas-bool"),
         pytest.param(lws(replicas=-1), None, "spec.replicas", "would be refused", id="replicas-negative"),
-        pytest.param(lws(lwt(workerTemplate=named_template(finalizers=["example.com/keep"]))), None, "spec.leaderWorkerTemplate.workerTemplate.metadata.finalizers", "finalizer", id="template-finalizers"),
-        pytest.param(lws(lwt(workerTemplate=named_template(generateName="x-"))), None, "spec.leaderWorkerTemplate.workerTemplate.metadata.generateName", "not a field", id="template-metadata-unknown"),
-        pytest.param(lws(lwt(workerTemplate={**pod(), "status": {}})), None, "spec.leaderWorkerTemplate.workerTemplate.status", "not a field", id="template-unknown"),
-        pytest.param(lws(lwt(workerTemplate="nginx")), None, "spec.leaderWorkerTemplate.workerTemplate", "must be an object", id="template-not-an-object"),
-        pytest.param(lws(lwt(workerTemplate=None)), None, "spec.leaderWorkerTemplate.workerTemplate", "required", id="worker-template-null"),
-        pytest.param(lws(gangPolicy={"enabled": True}), None, "spec.gangPolicy", "not a field", id="spec-unknown"),
-        pytest.param(lws(lwt(resizePolicy="x")), None, "spec.leaderWorkerTemplate.resizePolicy", "not a field", id="lwt-unknown"),
-        pytest.param(lws(networkConfig={"subdomainPolicy": "Shared", "dns": 1}), None, "spec.networkConfig.dns", "not a field", id="network-unknown"),
-        pytest.param(lws(rolloutStrategy={"type": "RollingUpdate", "canary": {}}), None, "spec.rolloutStrategy.canary", "not a field", id="rollout-unknown"),
-        pytest.param(lws(rolloutStrategy={"type": "RollingUpdate", "rollingUpdateConfiguration": {"step": 1}}), None, "spec.rolloutStrategy.rollingUpdateConfiguration.step", "not a field", id="rolling-unknown"),
-        pytest.param(lws(rolloutStrategy={"type": "Recreate"}), None, "spec.rolloutStrategy.type", "not RollingUpdate", id="rollout-type"),
         pytest.param(
-            lws(rolloutStrategy={"type": "RollingUpdate", "rollingUpdateConfiguration": {"maxUnavailable": 0, "maxSurge": 0}}),
-            None, "spec.rolloutStrategy.rollingUpdateConfiguration.maxUnavailable", "maxSurge", id="rolling-budget-zero",
+            lws(lwt(workerTemplate=named_template(finalizers=["example.com/keep"]))),
+            None,
+            "spec.leaderWorkerTemplate.workerTemplate.metadata.finalizers",
+            "finalizer",
+            id="template-finalizers",
+        ),
+        pytest.param(
+            lws(lwt(workerTemplate=named_template(generateName="x-"))),
+            None,
+            "spec.leaderWorkerTemplate.workerTemplate.metadata.generateName",
+            "not a field",
+            id="template-metadata-unknown",
+        ),
+        pytest.param(
+            lws(lwt(workerTemplate={**pod(), "status": {}})),
+            None,
+            "spec.leaderWorkerTemplate.workerTemplate.status",
+            "not a field",
+            id="template-unknown",
+        ),
+        pytest.param(
+            lws(lwt(workerTemplate="nginx")),
+            None,
+            "spec.leaderWorkerTemplate.workerTemplate",
+            "must be an object",
+            id="template-not-an-object",
+        ),
+        pytest.param(
+            lws(lwt(workerTemplate=None)),
+            None,
+            "spec.leaderWorkerTemplate.workerTemplate",
+            "required",
+            id="worker-template-null",
+        ),
+        pytest.param(lws(gangPolicy={"enabled": True}), None, "spec.gangPolicy", "not a field", id="spec-unknown"),
+        pytest.param(
+            lws(lwt(resizePolicy="x")), None, "spec.leaderWorkerTemplate.resizePolicy", "not a field", id="lwt-unknown"
+        ),
+        pytest.param(
+            lws(networkConfig={"subdomainPolicy": "Shared", "dns": 1}),
+            None,
+            "spec.networkConfig.dns",
+            "not a field",
+            id="network-unknown",
+        ),
+        pytest.param(
+            lws(rolloutStrategy={"type": "RollingUpdate", "canary": {}}),
+            None,
+            "spec.rolloutStrategy.canary",
+            "not a field",
+            id="rollout-unknown",
+        ),
+        pytest.param(
+            lws(rolloutStrategy={"type": "RollingUpdate", "rollingUpdateConfiguration": {"step": 1}}),
+            None,
+            "spec.rolloutStrategy.rollingUpdateConfiguration.step",
+            "not a field",
+            id="rolling-unknown",
+        ),
+        pytest.param(
+            lws(rolloutStrategy={"type": "Recreate"}),
+            None,
+            "spec.rolloutStrategy.type",
+            "not RollingUpdate",
+            id="rollout-type",
+        ),
+        pytest.param(
+            lws(
+                rolloutStrategy={
+                    "type": "RollingUpdate",
+                    "rollingUpdateConfiguration": {"maxUnavailable": 0, "maxSurge": 0},
+                }
+            ),
+            None,
+            "spec.rolloutStrategy.rollingUpdateConfiguration.maxUnavailable",
+            "maxSurge",
+            id="rolling-budget-zero",
         ),
         pytest.param(
             lws(rolloutStrategy={"rollingUpdateConfiguration": {"maxSurge": "lots"}}),
-            None, "spec.rolloutStrategy.rollingUpdateConfiguration.maxSurge", "would be refused", id="rolling-max-surge-malformed",
+            None,
+            "spec.rolloutStrategy.rollingUpdateConfiguration.maxSurge",
+            "would be refused",
+            id="rolling-max-surge-malformed",
         ),
-        pytest.param(lws(lwt(restartPolicy="Always")), None, "spec.leaderWorkerTemplate.restartPolicy", "not one of", id="restart-policy-unknown"),
-        pytest.param(lws(startupPolicy="WorkersFirst"), None, "spec.startupPolicy", "not one of", id="startup-policy-unknown"),
         pytest.param(
-            lws(lwt(size=2, workerTemplate=pod(schedulerName="volcano"), leaderTemplate=pod())), None,
-            "spec.leaderWorkerTemplate.leaderTemplate.spec.schedulerName", "one", id="schedulers-differ",
+            lws(lwt(restartPolicy="Always")),
+            None,
+            "spec.leaderWorkerTemplate.restartPolicy",
+            "not one of",
+            id="restart-policy-unknown",
         ),
-        pytest.param(lws(meta(name=LONG)), None, "metadata.name", "would exceed 63 characters", id="name-too-long-for-pod-names"),
+        pytest.param(
+            lws(startupPolicy="WorkersFirst"), None, "spec.startupPolicy", "not one of", id="startup-policy-unknown"
+        ),
+        pytest.param(
+            lws(lwt(size=2, workerTemplate=pod(schedulerName="volcano"), leaderTemplate=pod())),
+            None,
+            "spec.leaderWorkerTemplate.leaderTemplate.spec.schedulerName",
+            "one",
+            id="schedulers-differ",
+        ),
+        pytest.param(
+            lws(meta(name=LONG)), None, "metadata.name", "would exceed 63 characters", id="name-too-long-for-pod-names"
+        ),
         pytest.param(lws(meta(name="Llama")), None, "metadata.name", "DNS-1035", id="name-not-dns-1035"),
         pytest.param(lws(meta(uid=None)), None, "metadata.uid", "ownerReference", id="no-uid"),
         pytest.param(lws(meta(name=None)), None, "metadata.name", "required", id="no-name"),
-        pytest.param(lws(lwt(size=2, leaderTemplate=pod(image=" "))), None, "spec.leaderWorkerTemplate.leaderTemplate.spec.containers[0].image", "not a valid image", id="leader-image-invalid"),
-        pytest.param(lws(lwt(workerTemplate=pod(image=""))), None, "spec.leaderWorkerTemplate.workerTemplate.spec.containers[0].image", "not a valid image", id="worker-image-invalid"),
-        pytest.param(lws(lwt(workerTemplate={"spec": {"containers": []}})), None, "spec.leaderWorkerTemplate.workerTemplate.spec.containers", "at least one", id="worker-no-containers"),
-        pytest.param(lws(), child_of([{"name": HEADLESS_SERVICE}], uid="someone-else"), "metadata.name", "does not control", id="existing-not-ours"),
-        pytest.param(lws(), {"metadata": {"name": "llama"}, "spec": {}}, "metadata.name", "does not control", id="existing-without-owner"),
+        pytest.param(
+            lws(lwt(size=2, leaderTemplate=pod(image=" "))),
+            None,
+            "spec.leaderWorkerTemplate.leaderTemplate.spec.containers[0].image",
+            "not a valid image",
+            id="leader-image-invalid",
+        ),
+        pytest.param(
+            lws(lwt(workerTemplate=pod(image=""))),
+            None,
+            "spec.leaderWorkerTemplate.workerTemplate.spec.containers[0].image",
+            "not a valid image",
+            id="worker-image-invalid",
+        ),
+        pytest.param(
+            lws(lwt(workerTemplate={"spec": {"containers": []}})),
+            None,
+            "spec.leaderWorkerTemplate.workerTemplate.spec.containers",
+            "at least one",
+            id="worker-no-containers",
+        ),
+        pytest.param(
+            lws(),
+            child_of([{"name": HEADLESS_SERVICE}], uid="someone-else"),
+            "metadata.name",
+            "does not control",
+            id="existing-not-ours",
+        ),
+        pytest.param(
+            lws(),
+            {"metadata": {"name": "llama"}, "spec": {}},
+            "metadata.name",
+            "does not control",
+            id="existing-without-owner",
+        ),
     ],
 )
 def test_refused_fields_give_problems_and_no_child(
