@@ -38,10 +38,32 @@ def cluster_name() -> Iterator[str]:
     LocalProvider().down(name)
 
 
+# A run's first start brings the cluster up, deploys the reference and runs preflight: minutes when
+# the own-controller pass's other workers load both cores.
+FIRST_TEST_TIMEOUT = 420
+
+
 def start(cluster: str, report_dir: Path, *ids: str) -> subprocess.Popen[bytes]:
+    """The run, its terminal output in ``report_dir/terminal.log`` (readable while it runs)."""
     args = [*CLI, "run", "--keep-cluster", "--name", cluster, "--report-dir", str(report_dir), "-n", "2"]
     args += [f"--id={i}" for i in ids]
-    return subprocess.Popen(args, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    with (report_dir / "terminal.log").open("wb") as out:
+        return subprocess.Popen(args, start_new_session=True, stdout=out, stderr=subprocess.STDOUT)
+
+
+def terminal(report_dir: Path) -> str:
+    return (report_dir / "terminal.log").read_text(errors="replace")
+
+
+def ended_early(proc: subprocess.Popen[bytes], report_dir: Path) -> Any:
+    """A ``give_up`` for waits on a run: the run ended before the awaited moment (its output says why)."""
+
+    def check(_: object, __: float) -> str | None:
+        if proc.poll() is None:
+            return None
+        return f"the run exited with code {proc.returncode}; its output ends:\n{terminal(report_dir)[-3000:]}"
+
+    return check
 
 
 def running_tests(cluster: str) -> list[str]:
@@ -79,16 +101,17 @@ def interrupt_when_running(proc: subprocess.Popen[bytes], cluster: str, report_d
         wait_for(
             "a test namespace of the run",
             lambda: suite_namespaces(cluster) if (report_dir / ".passes").exists() else [],
-            timeout=120,
+            timeout=FIRST_TEST_TIMEOUT,
             interval=0.3,
+            give_up=ended_early(proc, report_dir),
         )
         send()
-        out, _ = proc.communicate(timeout=240)
+        proc.wait(timeout=240)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    return out.decode(errors="replace")
+    return terminal(report_dir)
 
 
 def test_ctrl_c_leaves_a_report_saying_so_and_no_leftovers(cluster_name: str, tmp_path: Path) -> None:
@@ -132,12 +155,13 @@ def test_a_killed_worker_is_an_error_in_the_report(cluster_name: str, tmp_path: 
         workers = wait_for(
             "xdist workers with a test running",
             lambda: xdist_workers(proc) if running_tests(cluster_name) else [],
-            timeout=180,
+            timeout=FIRST_TEST_TIMEOUT,
             interval=0.3,
+            give_up=ended_early(proc, tmp_path),
         )
         for worker in workers:
             worker.kill()
-        out, _ = proc.communicate(timeout=600)
+        proc.wait(timeout=600)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -145,7 +169,7 @@ def test_a_killed_worker_is_an_error_in_the_report(cluster_name: str, tmp_path: 
     report = json.loads((tmp_path / "conformance-report.json").read_text())
     errors = [t for t in report["tests"] if t["outcome"] == "error"]
     assert errors, f"a killed worker must show as an error; tests: {report['tests']}"
-    shown = out.decode(errors="replace")
+    shown = terminal(tmp_path)
     assert report["verdict"] != "success" and proc.returncode == 1, shown[-3000:]
     assert re.search(r"\berror\s+core/recovery/", shown) and "verdict: " in shown, shown[-3000:]  # the terminal
     assert suite_namespaces(cluster_name) == [], "the run sweeps its own namespaces at the end"
