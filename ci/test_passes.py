@@ -19,7 +19,14 @@ The passes differ in what they share, so they cannot be one pytest invocation:
 (``KTHENA_SELFVAL_EXHAUSTIVE=1``): faults x behaviours, for when the suite's judging changes.
 
 Every pass runs even after one fails (CI learns everything in one go); the exit code is the
-first failure's. The summary prints each pass's wall time and the total.
+first failure's. Each pass prints its slowest tests (``--durations``), and the summary each pass's
+wall time and the total.
+
+The passes start some thousand Python processes (a suite run, a controller and a manifest
+render per self-validation variant), so they keep compiled bytecode even where
+``PYTHONDONTWRITEBYTECODE`` is set: outside the checkout, under the per-user cache
+(``PYTHONPYCACHEPREFIX``), unless the caller chose a prefix. Without it every process compiles
+this project's modules again (measured: 1.3 s of a suite run's 2.6 s start, 2 s of CPU per variant).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+SLOWEST_SHOWN = 25  # ``--durations``: where a pass's time went, in CI's log
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,14 @@ def passes(workers: int, own_workers: int) -> list[Pass]:
             ("-n", str(own_workers), "-m", "own_controller", "tests/integration"),
         ),
     ]
+
+
+def pass_environment(base: dict[str, str], cache_root: Path) -> dict[str, str]:
+    """The passes' environment (pure): ``base`` with bytecode kept under ``cache_root/pycache``
+    (the caller's own ``PYTHONPYCACHEPREFIX`` wins)."""
+    env = {k: v for k, v in base.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.setdefault("PYTHONPYCACHEPREFIX", str(cache_root / "pycache"))
+    return env
 
 
 def summary(results: list[tuple[str, int, float]], total: float) -> list[str]:
@@ -78,7 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     # ignored, and an ignored SIGINT survives exec: the tests that Ctrl-C their own children would
     # then see nothing happen. The passes (and Ctrl-C of this script) get the default back.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    env = dict(os.environ)
+    from conformance.cluster.paths import cache_root
+
+    env = pass_environment(dict(os.environ), cache_root())
     env["KTHENA_TEST_RUN_STARTED"] = str(time.time())  # the passes' self-validation records count together
     if args.all:
         env["KTHENA_SELFVAL_EXHAUSTIVE"] = "1"
@@ -89,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         for p in chosen:
             print(f"\n=== {p.name} ===", flush=True)
             t0 = time.monotonic()
-            code = subprocess.call([args.pytest, "-p", "no:cacheprovider", "-q", *p.args], cwd=ROOT, env=env)
+            argv = [args.pytest, "-p", "no:cacheprovider", "-q", f"--durations={SLOWEST_SHOWN}", *p.args]
+            code = subprocess.call(argv, cwd=ROOT, env=env)
             results.append((p.name, code, time.monotonic() - t0))
     except KeyboardInterrupt:
         results.append(("(interrupted)", 130, 0.0))

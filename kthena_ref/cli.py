@@ -22,6 +22,11 @@ import yaml
 
 from . import faults
 
+# libyaml where PyYAML has it: the manifests are large (the CRDs are 0.6 MB), and the harness renders
+# them for every run it deploys the reference in.
+_YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_YAML_DUMPER: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
 
 def _fail(message: str, hint: str = "", code: int = 1) -> None:
     click.secho(f"error: {message}", fg="red", err=True)
@@ -69,7 +74,7 @@ def crd_command(kubeconfig: Path | None) -> None:
             return
         write_snapshot(pod_spec_from_openapi(document), f"kube-apiserver {version} /openapi/v3/api/v1")
         click.echo(f"refreshed the PodSpec schema from kube-apiserver {version}", err=True)
-    click.echo(yaml.safe_dump(crd(), sort_keys=False), nl=False)
+    click.echo(yaml.dump(crd(), Dumper=_YAML_DUMPER, sort_keys=False), nl=False)
 
 
 def load_modelserving(path: Path, *, code: int = 1) -> Any:
@@ -222,8 +227,8 @@ def manifests_command(
             text = text.replace("image: IMAGE", f"image: {image}").replace(
                 "caBundle: CA_BUNDLE", f"caBundle: {base64.b64encode(ca_bundle_file.read_bytes()).decode()}"
             )
-        docs.extend(d for d in yaml.safe_load_all(text) if d)
-    click.echo(yaml.safe_dump_all(docs, sort_keys=False), nl=False)
+        docs.extend(d for d in yaml.load_all(text, Loader=_YAML_LOADER) if d)
+    click.echo(yaml.dump_all(docs, Dumper=_YAML_DUMPER, sort_keys=False), nl=False)
 
 
 @main.command("run")

@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from .. import yamlio
 from .errors import HarnessError
 from .paths import cache_root
 
@@ -122,7 +123,7 @@ def crd_from_module(directory: Path, version: str = LWS_VERSION) -> dict[str, An
 
 def _single_crd(text: str, where: str) -> dict[str, Any]:
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d]
+        docs = [d for d in yamlio.load_all(text) if d]
     except yaml.YAMLError as exc:
         raise HarnessError(f"{where}: not valid YAML: {exc}", "remove the file and fetch it again") from None
     if len(docs) != 1:

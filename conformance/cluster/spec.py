@@ -15,6 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .. import yamlio
 from .errors import HarnessError
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -234,7 +235,7 @@ def load_crds(paths: list[Path]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for path in paths:
         try:
-            docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+            docs = [d for d in yamlio.load_all(path.read_text()) if d]
         except OSError as exc:
             raise HarnessError(f"cannot read CRD file {path}: {exc.strerror}", "check the path") from exc
         except (UnicodeDecodeError, yaml.YAMLError) as exc:

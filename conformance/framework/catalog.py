@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
+from .. import yamlio
 from .features import PROFILES, Feature, Profile, parse_feature, profile_of
 
 API_VERSION = "conformance.kthena.io/v1alpha1"
@@ -299,7 +300,7 @@ def drift(behaviours: Iterable[Behaviour], text: str) -> list[str]:
     behaviours = list(behaviours)
     hint = "run `kthena-conformance catalog --write` and review the diff"
     try:
-        data = yaml.safe_load(text)
+        data = yamlio.load(text)
     except yaml.YAMLError as exc:
         return [f"the catalog is not valid YAML ({exc}); {hint}"]
     if not isinstance(data, dict) or not isinstance(data.get("behaviours", []), list):

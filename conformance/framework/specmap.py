@@ -185,7 +185,7 @@ def load(path: Path = SPECMAP_PATH, *, catalog: Iterable[Behaviour]) -> SpecMap:
     its statements may name); :class:`SpecMapError` lists every problem."""
     source = str(path)
     try:
-        data = load_yaml(path)
+        data = load_yaml(path, fast=True)
     except DocumentError as exc:
         raise SpecMapError(str(exc)) from None
     if not isinstance(data, dict):

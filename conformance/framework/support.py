@@ -63,6 +63,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .. import yamlio
 from .features import FEATURES, Feature, SelectionError, feature_order, parse_feature
 
 API_VERSION = "conformance.kthena.io/v1alpha1"
@@ -416,8 +417,10 @@ def _missing_prerequisites(supported: Mapping[Feature, int], where: str) -> list
 # -- helpers shared with the report ------------------------------------------------------------------
 
 
-def load_yaml(path: Path) -> Any:
-    """Parse one YAML document, rejecting duplicate keys; :class:`DocumentError` on any failure."""
+def load_yaml(path: Path, *, fast: bool = False) -> Any:
+    """Parse one YAML document, rejecting duplicate keys; :class:`DocumentError` on any failure.
+    ``fast``: through libyaml (:mod:`conformance.yamlio`), for large generated files; a file it
+    refuses is parsed again by the pure-Python parser, whose message names the line."""
     source = str(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -425,6 +428,11 @@ def load_yaml(path: Path) -> Any:
         raise DocumentError(f"{source}: not UTF-8 text") from None
     except OSError as exc:
         raise DocumentError(f"{source}: cannot read: {exc.strerror or exc}") from None
+    if fast:
+        try:
+            return yaml.load(text, Loader=_FastUniqueKeyLoader)
+        except yaml.YAMLError:
+            pass  # parsed again below, for the pure-Python parser's message
     try:
         return yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as exc:
@@ -463,8 +471,9 @@ def field_path(loc: Iterable[int | str]) -> str:
     return text
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that rejects a key given twice in one mapping (PyYAML keeps the last silently)."""
+class _UniqueKeys(yaml.constructor.SafeConstructor):
+    """A safe constructor that rejects a key given twice in one mapping (PyYAML keeps the last
+    silently)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -476,6 +485,14 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+
+class _UniqueKeyLoader(_UniqueKeys, yaml.SafeLoader):
+    """For files people write: the pure-Python parser, whose messages the error tests pin."""
+
+
+class _FastUniqueKeyLoader(_UniqueKeys, yamlio.Loader):  # type: ignore[misc,valid-type]
+    """For the large files this project generates and checks in (the spec map): libyaml."""
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:

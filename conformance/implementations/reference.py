@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from .. import yamlio
 from ..cluster.errors import HarnessError
 from ..cluster.kube import api_client
 from ..cluster.provider import ClusterInfo
@@ -56,7 +57,7 @@ def _rendered_manifests(which: tuple[str, ...], faults: tuple[str, ...] = ()) ->
     )
     if out.returncode != 0:
         raise HarnessError(f"`kthena-ref manifests` failed: {out.stderr.strip()[-500:]}", "check the installation")
-    return [d for d in yaml.safe_load_all(out.stdout) if d]
+    return [d for d in yamlio.load_all(out.stdout) if d]
 
 
 def crds(*, podgroup_crd: bool = True) -> list[dict[str, Any]]:

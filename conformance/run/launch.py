@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from .. import yamlio
 from ..cluster.errors import HarnessError
 
 SETTLE_SECONDS = 3.0  # without a ready pattern: how long the command must stay up to count as started
@@ -128,7 +129,7 @@ def read_manifests(paths: list[Path], option: str = FLAGS.manifest) -> list[Mani
     out: list[Manifest] = []
     for path in paths:
         try:
-            docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+            docs = [d for d in yamlio.load_all(path.read_text()) if d is not None]
         except (OSError, yaml.YAMLError) as exc:
             raise LaunchError(f"{option} {path}: cannot read it: {exc}") from None
         for i, doc in enumerate(docs, start=1):

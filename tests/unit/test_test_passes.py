@@ -60,3 +60,18 @@ def test_the_summary_names_each_pass_and_the_total() -> None:
     assert lines[2] == "  unit                21.0 s  passed"
     assert lines[3] == "  serial              70.5 s  FAILED (pytest exit 1)"
     assert lines[4] == "  total              754.2 s  (12 m 34 s)"
+
+
+@pytest.mark.parametrize(
+    ("base", "expected_prefix"),
+    [
+        ({"PATH": "/bin"}, "/cache/pycache"),
+        ({"PATH": "/bin", "PYTHONDONTWRITEBYTECODE": "1"}, "/cache/pycache"),
+        ({"PATH": "/bin", "PYTHONPYCACHEPREFIX": "/mine"}, "/mine"),
+    ],
+)
+def test_the_passes_keep_bytecode_outside_the_checkout(base: dict[str, str], expected_prefix: str) -> None:
+    env = tp.pass_environment(base, Path("/cache"))
+    assert "PYTHONDONTWRITEBYTECODE" not in env
+    assert env["PYTHONPYCACHEPREFIX"] == expected_prefix
+    assert env["PATH"] == "/bin"
