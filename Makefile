@@ -16,7 +16,7 @@ CONFORMANCE_WORKERS ?= 4
 OWN_WORKERS ?= 6
 PYTEST := $(BIN)/pytest -p no:cacheprovider
 
-.PHONY: all venv binaries conformance test test-all test-fast test-slow lint bench catalog clean distclean
+.PHONY: all venv binaries host-packages conformance test test-all test-fast lint bench catalog clean distclean
 
 all: test
 
@@ -35,7 +35,14 @@ venv: $(STAMP)
 binaries: venv
 	$(BIN)/kthena-conformance binaries build --prometheus $(if $(FORCE),--force)
 
-conformance: binaries
+# The Debian packages real nodes need (runc, CNI plugins, iptables, busybox-static), installed when
+# missing and this is root; elsewhere one line says what to install (and runs fall back to kwok).
+host-packages: venv
+	-$(BIN)/python -m conformance.cluster.host_packages real-nodes
+
+# Real nodes by default wherever the host can run them: their binaries and packages first.
+conformance: binaries host-packages
+	$(BIN)/kthena-conformance binaries build --real-nodes --prometheus
 	$(BIN)/kthena-conformance run --provider local --report-dir reports --workers $(CONFORMANCE_WORKERS)
 
 # Unit tests, then the cluster tests in parallel on one shared embedded cluster, then the tests
@@ -43,13 +50,13 @@ conformance: binaries
 # run against the healthy reference and self-validation (each broken variant of the reference
 # against the behaviours it must break, on a kept cluster per worker) among them. Prints each
 # pass's time and the total.
-test: binaries
+test: binaries host-packages
 	$(BIN)/kthena-conformance binaries build --real-nodes --prometheus
 	$(BIN)/python ci/test_passes.py --workers $(WORKERS) --own-workers $(OWN_WORKERS)
 
 # The exhaustive run: as `make test`, but every broken variant runs the whole suite (faults x
 # behaviours) and reports what else it breaks. Use it when the suite's judging or the faults change.
-test-all: binaries
+test-all: binaries host-packages
 	$(BIN)/kthena-conformance binaries build --real-nodes --prometheus
 	$(BIN)/python ci/test_passes.py --workers $(WORKERS) --own-workers $(OWN_WORKERS) --all
 
