@@ -379,3 +379,83 @@ def test_kthena_debug_shows_the_stack_trace_of_a_run_s_internal_error(
     code, _, err = cli("run", "--report-dir", str(tmp_path / "r"), env={"KTHENA_DEBUG": "1"})
     assert code == 1
     assert "Traceback (most recent call last)" in err
+
+
+# -- the other commands: files and environment they are given -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "code", "line"),
+    [
+        pytest.param(
+            ["run", "--profile", "Core", "--report-dir", "{tmp}/r"],
+            {"KTHENA_CACHE_DIR": "/proc/no-such-dir"},
+            2,
+            "the cache directory /proc/no-such-dir (from KTHENA_CACHE_DIR) cannot be used",
+            id="run-cache-dir",
+        ),
+        pytest.param(
+            ["binaries", "path"],
+            {"KTHENA_BIN_DIR": "{tmp}/empty"},
+            2,
+            "KTHENA_BIN_DIR={tmp}/empty lacks etcd",
+            id="bin-dir",
+        ),
+        pytest.param(
+            ["webhook", "register", "--url", "https://127.0.0.1:9/v", "--ca-file", "{tmp}/bad.pem", "--print"],
+            {},
+            2,
+            "--ca-file {tmp}/bad.pem: holds no PEM certificate",
+            id="ca-file-not-pem",
+        ),
+        pytest.param(
+            ["webhook", "serve-cert", "--dir", "/proc/no-such-dir"],
+            {},
+            2,
+            "error: /proc/no-such-dir",
+            id="serve-cert-dir",
+        ),
+        pytest.param(
+            ["support", "init", "-o", "{tmp}/no/such/dir/s.yaml"],
+            {},
+            2,
+            "No such file or directory",
+            id="support-init-output",
+        ),
+        pytest.param(
+            ["cluster", "up", "--provider", "existing", "--kubeconfig", "{tmp}/bad.pem"],
+            {},
+            2,
+            "--kubeconfig {tmp}/bad.pem: is not a kubeconfig",
+            id="cluster-up-kubeconfig",
+        ),
+        pytest.param(["cluster", "up", "--config", "{tmp}/bad.pem"], {}, 2, "is invalid", id="cluster-up-config"),
+        pytest.param(
+            ["sweep", "--provider", "existing", "--kubeconfig", "{tmp}/missing"],
+            {},
+            2,
+            "does not exist",
+            id="sweep-kubeconfig",
+        ),
+        pytest.param(
+            ["report", "verify", "{tmp}/bad.pem"],
+            {},
+            2,
+            "expected a .yaml, .yml or .json report",
+            id="report-not-a-report",
+        ),
+        pytest.param(
+            ["coverage", "--spec-map", "{tmp}/bad.pem"], {}, 2, "expected a SpecMap mapping", id="spec-map-not-one"
+        ),
+    ],
+)
+def test_bad_input_to_the_other_commands(
+    tmp_path: Path, args: list[str], env: dict[str, str], code: int, line: str
+) -> None:
+    (tmp_path / "bad.pem").write_text("not a certificate\n")
+    (tmp_path / "empty").mkdir()
+    argv = [a.format(tmp=tmp_path) for a in args]
+    got, out, err = cli(*argv, env={k: v.format(tmp=tmp_path) for k, v in env.items()})
+    assert got == code, err
+    assert line.format(tmp=tmp_path) in err
+    assert "Traceback" not in out + err and "internal error" not in err

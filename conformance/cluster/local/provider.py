@@ -385,10 +385,13 @@ class LocalProvider(Provider):
         return data if isinstance(data, dict) else {}
 
     def check_inputs(self) -> None:
-        """The environment the supervisor reads (``KTHENA_CLUSTER_START_TIMEOUT``) is usable."""
+        """The environment it reads is usable: ``KTHENA_CLUSTER_START_TIMEOUT`` (the supervisor's) and
+        the cache directory (``KTHENA_CACHE_DIR``)."""
+        from ..paths import check_cache_root
         from .supervisor import START_TIMEOUT_ENV, start_timeout
 
         start_timeout(os.environ.get(START_TIMEOUT_ENV))
+        check_cache_root()
 
     def status(self, name: str) -> dict[str, Any] | None:
         layout = self.layout(name)
