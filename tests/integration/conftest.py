@@ -2,6 +2,11 @@
 
 ``isolated_cache``: a private cache root for clusters of a test's own (see its docstring).
 
+Collection order: the self-validation variants (many short runs) come after every other test, so
+that under xdist the long single tests of the own-controller pass (the control run, the docs
+recipe, interrupts, sharding, reliability) start first and overlap with the variants instead of
+being the pass's tail.
+
 ``alone_on_the_shared_cluster``: tests that start reference controllers of their own on the run's
 shared cluster (reliability, leader election) take turns, wherever xdist runs them: every such
 controller watches all namespaces, so two at once would serve each other's ModelServings. A file
@@ -19,6 +24,11 @@ from filelock import FileLock
 
 from conformance.cluster.local.provider import LocalProvider
 from conformance.cluster.testing import shared_dir
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Self-validation variants last (a stable sort: every worker still collects one order)."""
+    items.sort(key=lambda item: item.get_closest_marker("self_validation") is not None)
 
 
 @pytest.fixture
