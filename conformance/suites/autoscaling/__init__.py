@@ -12,7 +12,7 @@ inconclusive, never a pass.
 
 **Timing.** The spec gives no loop period, no averaging window and no stabilisation: the waits
 cover upstream Kthena's (15 s loops, a 60 s panic hold, a 300 s scale-down stabilisation) as well
-as the reference's (5 s loops, a 60 s stable window) and are named waits a user can scale:
+as the reference's (2 s loops, a 60 s stable window) and are named waits a user can scale:
 ``autoscale`` (a scale up), ``autoscale-down`` (a scale down) and ``autoscale-steady`` (how long a
 "must not change" observation lasts at most: two 15 s loops). The suite never waits out a loop
 period it does not know: a "must not change" observation ends early on an event, the policy's
