@@ -13,7 +13,12 @@ The passes differ in what they share, so they cannot be one pytest invocation:
    worker), sharding, the installed wheel, interrupts, crashes. On several xdist workers: most of
    these tests wait (out deadlines, for clusters), so they overlap well even on two cores; the
    ones that start controllers on the shared cluster take turns (a file lock: see
-   tests/integration/conftest.py).
+   tests/integration/conftest.py). ``--maxschedchunk 1``: xdist's default hands each worker a
+   run of about a quarter of its share of consecutive tests at once, which piled the long single
+   tests (the control run, the docs recipe, the reliability tests; the ten Accelerators variants)
+   onto one or two workers, one after another, while the others ran out of work; one test at a time
+   (each worker one running and one queued) lets any idle worker take the next one. The order
+   they are handed out in is tests/integration/conftest.py's.
 
 ``--all`` (``make test-all``) makes every variant run the whole suite instead of its targets
 (``KTHENA_SELFVAL_EXHAUSTIVE=1``): faults x behaviours, for when the suite's judging changes.
@@ -58,7 +63,7 @@ def passes(workers: int, own_workers: int) -> list[Pass]:
         Pass("serial", ("-m", "serial and not own_controller", "tests/integration")),
         Pass(
             "own-controller",
-            ("-n", str(own_workers), "-m", "own_controller", "tests/integration"),
+            ("-n", str(own_workers), "--maxschedchunk", "1", "-m", "own_controller", "tests/integration"),
         ),
     ]
 

@@ -500,12 +500,21 @@ class ModelServings:
 
         return self.wait(wait, f"{reason} reported for {self.ns}/{name}", found, bool)
 
-    def holds(self, what: str, probe: Callable[[], T], check: Callable[[T], bool], *, wait: str = "steady-state") -> T:
-        """``check`` holds on every observation for the whole ``steady-state`` window (a "must
-        not change" assertion); fails at the first observation where it does not."""
+    def holds(
+        self,
+        what: str,
+        probe: Callable[[], T],
+        check: Callable[[T], bool],
+        *,
+        wait: str = "steady-state",
+        settled: Callable[[], bool] | None = None,
+    ) -> T:
+        """``check`` holds on every observation for the whole ``wait`` window (a "must not change"
+        assertion); fails at the first observation where it does not. ``settled`` (see
+        :func:`.waits.holds_for`) ends the window early on an event the implementation shows."""
         from .waits import holds_for
 
-        return holds_for(what, probe, check, seconds=self.timeouts.seconds(wait))
+        return holds_for(what, probe, check, seconds=self.timeouts.seconds(wait), settled=settled)
 
 
 def _name(body: dict[str, Any]) -> str:

@@ -85,7 +85,9 @@ WAITS: dict[str, Wait] = {
         Wait(
             "autoscale-steady",
             30,
-            "How long an autoscaler's 'must not change' observation lasts (two of upstream Kthena's 15 s loops).",
+            "How long an autoscaler's 'must not change' observation lasts at most (two of upstream Kthena's 15 s "
+            "loops): it ends earlier once the policy's status reports that the autoscaler wants the replicas the unit "
+            "has (currentReplicas == desiredReplicas == them).",
         ),
     )
 }

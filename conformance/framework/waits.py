@@ -65,19 +65,38 @@ def _short(value: object, limit: int = 600) -> str:
 
 
 def holds_for(
-    what: str, probe: Callable[[], T], check: Callable[[T], bool], *, seconds: float, interval: float = 0.2
+    what: str,
+    probe: Callable[[], T],
+    check: Callable[[T], bool],
+    *,
+    seconds: float,
+    interval: float = 0.2,
+    settled: Callable[[], bool] | None = None,
 ) -> T:
     """Observe ``probe`` for ``seconds``; every observation must satisfy ``check``.
 
     The counterpart of :func:`wait_for` for "must not happen" assertions (a Pod is not deleted,
     a UID does not change). Fails at the first observation that breaks it, with what was seen.
     Errors from ``probe`` propagate: an observation that cannot be made is not a pass.
+
+    ``settled`` ends the observation before ``seconds`` once it returns true: an event the
+    implementation shows when nothing more will change (an autoscaler's status reporting that it
+    wants the replicas it has). It is asked only after an observation that satisfied ``check``, so
+    the first observation is always checked; an exception from it counts as "not yet". Without the
+    event the observation lasts the whole ``seconds``.
     """
     deadline = time.monotonic() + seconds
     while True:
         value = probe()
         if not check(value):
             raise WaitTimeout(f"{what} stopped holding; seen: {_short(value)}")
-        if time.monotonic() >= deadline:
+        if time.monotonic() >= deadline or (settled is not None and _true(settled)):
             return value
         time.sleep(interval)
+
+
+def _true(event: Callable[[], bool]) -> bool:
+    try:
+        return bool(event())
+    except Exception:
+        return False

@@ -1,24 +1,38 @@
-"""What the real-node tests share: when they may run, the host snapshot they compare, and Pods on a
-real node (running the harness's workload image, exec'd into through the API server)."""
+"""What the real-node tests share: when they may run, the host snapshot they compare, Pods on a
+real node (running the harness's workload image, exec'd into through the API server), and
+:func:`host_turn`, the turn tests of one pass take at the host's real nodes."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from filelock import FileLock
 from kubernetes import client
 
 from conformance.cluster.realnode import config as cfg
 from conformance.cluster.realnode import host, images, preflight
 from conformance.cluster.realnode.node import PROCESS_BINARIES, REAL_NODE_TAINT, WATCHED_PATHS
+from conformance.cluster.testing import shared_dir
 from conformance.framework.realnodes import run_in
 from conformance.framework.waits import wait_for
 
 POD_TIMEOUT = 90.0  # Pod create to Running: ~0.3 s measured (make bench), generous for a loaded CI machine
 V1, V2 = images.WORKLOAD_IMAGES["v1"], images.WORKLOAD_IMAGES["v2"]
+
+
+@contextmanager
+def host_turn(factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Held while a cluster of the test has (or may have) real nodes: one cluster at a time may run
+    them on a host (its lock refuses a second at once), so tests of one pass that want them on
+    different xdist workers (the control run, the installed wheel) take turns through a file lock in
+    the directory every worker shares, instead of one failing."""
+    with FileLock(str(shared_dir(factory) / "real-nodes.lock")):
+        yield
 
 
 def unavailable(reason: str) -> None:

@@ -34,6 +34,7 @@ from conformance.framework.features import PROFILES
 from conformance.implementations import reference
 from conformance.run.options import REFERENCE_SUPPORT
 from tests.integration.kept_runs import WAIT_OVERRIDES, kept_cluster, kept_run
+from tests.integration.real_nodes import host_turn
 
 pytestmark = [pytest.mark.serial, pytest.mark.own_controller, pytest.mark.slow]
 
@@ -76,8 +77,9 @@ def _writing_to(log: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def cluster_name() -> Iterator[str]:
-    yield from kept_cluster(f"control-{os.getpid()}")
+def cluster_name(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with host_turn(tmp_path_factory):  # the kept cluster has real nodes until it is taken down
+        yield from kept_cluster(f"control-{os.getpid()}")
 
 
 def test_the_reference_controller_conforms_to_every_profile(cluster_name: str, tmp_path: Path) -> None:

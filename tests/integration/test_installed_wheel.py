@@ -36,12 +36,14 @@ from conformance.cluster.errors import HarnessError
 from conformance.cluster.local.provider import LocalProvider
 from conformance.cluster.versions import PINNED
 from conformance.framework import catalog, report
+from tests.integration.real_nodes import host_turn
 from tests.integration.test_conformance_suite import real_nodes_usable
 
-# The serial pass, not own-controller: its run asks for real nodes, which the control run holds there.
 IN_CONTAINER = "accelerators/cdi/container-environment"
 
-pytestmark = [pytest.mark.serial, pytest.mark.slow]
+# The own-controller pass: mostly waiting (pip, the run), so it overlaps with the other tests there;
+# its run's real nodes take turns with the control run's (host_turn).
+pytestmark = [pytest.mark.serial, pytest.mark.own_controller, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 # What a source distribution would not carry: the checkout's own state and build leftovers.
@@ -109,7 +111,11 @@ def venv(scratch: Path) -> Path:
     shutil.copytree(ROOT, source, ignore=NOT_SOURCES, symlinks=True)
     dist = scratch / "dist"
     _check(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(source)], cwd=scratch, env=env
+        # No build isolation: the checkout's venv has the build backend (setuptools), so pip does not install
+        # one into a throwaway environment first (measured 11.5 s -> 4.4 s on a loaded machine, 2026-12-07).
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(source)],
+        cwd=scratch,
+        env=env,
     )
     shutil.rmtree(source)
     (wheel,) = dist.glob("kthena_conformance-*.whl")
@@ -146,7 +152,9 @@ def test_the_installed_package_holds_everything_and_nothing_points_back(venv: Pa
     assert not leaks, f"installed files naming the checkout {ROOT}: {leaks}"
 
 
-def test_the_installed_package_runs_the_suite_from_outside_the_checkout(venv: Path, scratch: Path) -> None:
+def test_the_installed_package_runs_the_suite_from_outside_the_checkout(
+    venv: Path, scratch: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     env = _clean_env(venv)
     cli = str(venv / "bin" / "kthena-conformance")
     work = scratch / "work"
@@ -158,21 +166,22 @@ def test_the_installed_package_runs_the_suite_from_outside_the_checkout(venv: Pa
     if built is not None:  # the same cache, the same recipe digest: found, not rebuilt
         found = _check([cli, "binaries", "path"], cwd=work, env=env).strip()
         assert found == str(built.directory), f"the installed package looks for its binaries in {found}"
-    started = time.monotonic()
     real = real_nodes_usable()  # the Accelerators profile's container-environment needs them
     argv = [cli, "run", "--fake-devices", "--profile", PROFILE, "--report-dir", str(work / "reports"),
             "--real-nodes" if real else "--no-real-nodes"]  # fmt: skip
-    proc = subprocess.Popen(
-        argv, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
-    )
-    try:
-        output, _ = proc.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        output, _ = proc.communicate()
-        pytest.fail(f"the run did not finish in {RUN_TIMEOUT:.0f}s:\n{output[-6000:]}")
-    finally:
-        LocalProvider().down(f"conformance-{proc.pid}")  # the run's own cluster, if it outlived the run
+    with host_turn(tmp_path_factory):
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            argv, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
+        try:
+            output, _ = proc.communicate(timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            output, _ = proc.communicate()
+            pytest.fail(f"the run did not finish in {RUN_TIMEOUT:.0f}s:\n{output[-6000:]}")
+        finally:
+            LocalProvider().down(f"conformance-{proc.pid}")  # the run's own cluster, if it outlived the run
     print(f"installed-wheel run: {time.monotonic() - started:.1f}s")
     assert proc.returncode == (0 if real else 1), f"exit {proc.returncode}:\n{output[-6000:]}"
     data = json.loads((work / "reports" / "conformance-report.json").read_text())

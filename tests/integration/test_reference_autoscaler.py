@@ -24,7 +24,7 @@ pytestmark = pytest.mark.cluster
 
 GROUP, VERSION = modelservings.GROUP, modelservings.VERSION
 POLICIES = "autoscalingpolicies"
-SCALE_UP_SECONDS = 60.0  # a few 5 s loops and 1 s scrapes, on a busy machine
+SCALE_UP_SECONDS = 60.0  # a few 2 s loops and 1 s scrapes, on a busy machine
 SCALE_DOWN_SECONDS = 180.0  # the 60 s panic hold, the 60 s stable window, then one step
 
 

@@ -7,6 +7,7 @@ import pytest
 from bench.autoscaler_bench import (
     CHANGED,
     HIGH,
+    LOOP_SECONDS,
     LOW,
     TARGET,
     Summary,
@@ -55,5 +56,5 @@ def test_policy_queries_its_own_series_and_cannot_panic_on_the_change() -> None:
 
 
 def test_phases_spread_over_one_period_starting_right_after_a_loop() -> None:
-    assert [phase(i, 3) for i in range(3)] == pytest.approx([0.0, 5 / 3, 10 / 3])
+    assert [phase(i, 3) for i in range(3)] == pytest.approx([0.0, LOOP_SECONDS / 3, 2 * LOOP_SECONDS / 3])
     assert phase(0, 1) == 0.0

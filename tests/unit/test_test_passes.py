@@ -52,6 +52,7 @@ def test_the_worker_counts_reach_the_passes() -> None:
     by_name = {p.name: p.args for p in tp.passes(4, 5)}
     assert by_name["unit"][:2] == ("-n", "4") and by_name["shared-cluster"][:2] == ("-n", "4")
     assert by_name["own-controller"][:2] == ("-n", "5")
+    assert by_name["own-controller"][2:4] == ("--maxschedchunk", "1")  # one test at a time to an idle worker
     assert "-n" not in by_name["serial"]
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conformance.framework.waits import WaitTimeout, wait_for
+from conformance.framework.waits import WaitTimeout, holds_for, wait_for
 
 
 def sequence(*values: Any) -> Callable[[], Any]:
@@ -135,3 +135,51 @@ def test_a_timeout_describes_the_last_value_in_words_when_told_how() -> None:
         wait_for("3 Pods", sequence([]), until=lambda _: False, timeout=0.05, interval=0.005,
                  describe=lambda pods: "no Pod exists" if not pods else f"{len(pods)} Pods")  # fmt: skip
     assert str(info.value).endswith("last seen: no Pod exists")
+
+
+# -- holds_for: "must not change", ended early by an event ----------------------------------------------
+
+
+def test_holds_for_lasts_its_window_without_an_event() -> None:
+    started = time.monotonic()
+    assert holds_for("x", lambda: 1, lambda v: v == 1, seconds=0.05, interval=0.005) == 1
+    assert time.monotonic() - started >= 0.05
+
+
+def test_holds_for_ends_on_the_event_after_a_checked_observation() -> None:
+    seen: list[str] = []
+
+    def probe() -> int:
+        seen.append("probe")
+        return 1
+
+    def settled() -> bool:
+        seen.append("settled")
+        return len(seen) >= 4
+
+    started = time.monotonic()
+    assert holds_for("x", probe, lambda v: v == 1, seconds=30, interval=0.001, settled=settled) == 1
+    assert time.monotonic() - started < 5
+    assert seen == ["probe", "settled", "probe", "settled"]  # every observation checked before the event is asked
+
+
+@pytest.mark.parametrize(
+    ("values", "event"),
+    [
+        pytest.param((1, 2), False, id="breaks-before-the-event"),
+        pytest.param((2,), True, id="first-observation-checked-although-settled"),
+    ],
+)
+def test_holds_for_fails_on_a_broken_observation_even_with_the_event(values: tuple[int, ...], event: bool) -> None:
+    with pytest.raises(WaitTimeout, match="replicas 1 stopped holding; seen: 2"):
+        holds_for("replicas 1", sequence(*values), lambda v: v == 1, seconds=30, interval=0.001,
+                  settled=lambda: event)  # fmt: skip
+
+
+def test_holds_for_an_event_that_cannot_be_read_is_not_yet() -> None:
+    def settled() -> bool:
+        raise RuntimeError("status not readable")
+
+    started = time.monotonic()
+    holds_for("x", lambda: 1, lambda v: v == 1, seconds=0.05, interval=0.005, settled=settled)
+    assert time.monotonic() - started >= 0.05

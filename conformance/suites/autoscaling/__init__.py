@@ -12,9 +12,14 @@ inconclusive, never a pass.
 
 **Timing.** The spec gives no loop period, no averaging window and no stabilisation: the waits
 cover upstream Kthena's (15 s loops, a 60 s panic hold, a 300 s scale-down stabilisation) as well
-as the reference's (5 s loops, a 60 s stable window) and are named waits a user can scale:
+as the reference's (2 s loops, a 60 s stable window) and are named waits a user can scale:
 ``autoscale`` (a scale up), ``autoscale-down`` (a scale down) and ``autoscale-steady`` (how long a
-"must not change" observation lasts: two 15 s loops).
+"must not change" observation lasts at most: two 15 s loops). The suite never waits out a loop
+period it does not know: a "must not change" observation ends early on an event, the policy's
+status (of its current generation) reporting that the autoscaler wants the replicas the unit has
+(``currentReplicas`` and ``desiredReplicas`` both equal to them, :func:`settled_homogeneous`,
+:func:`settled_roles`, :func:`settled_groups`); an implementation that reports no such status gets
+the whole ``autoscale-steady`` window instead (reading A24, docs/autoscaling-readings.md).
 
 **Readings** (docs/autoscaling-readings.md). Only loads whose replica count is exact are used
 (30 for a target of 10 is 3 replicas under any rounding); the tolerance boundary, panic mode and
@@ -206,3 +211,56 @@ def role_replicas_of(ms: ModelServings, name: str) -> Callable[[], dict[str, int
         return {r["name"]: int(r.get("replicas", 1)) for r in roles}
 
     return read
+
+
+# -- the event that ends a "must not change" observation (see the module's description) ----------
+
+
+def _wants(entry: Any, replicas: int) -> bool:
+    """A TargetScalingStatus saying the autoscaler saw ``replicas`` and wants them."""
+    return isinstance(entry, dict) and entry.get("currentReplicas") == replicas == entry.get("desiredReplicas")
+
+
+def _status_now(ms: ModelServings, policy: str) -> dict[str, Any] | None:
+    """The policy's status when it is of the policy's current generation, else None."""
+    obj = Policies(ms).get(policy)
+    status = obj.get("status") or {}
+    return status if status.get("observedGeneration") == obj["metadata"].get("generation") else None
+
+
+def settled_homogeneous(ms: ModelServings, policy: str, target: str) -> Callable[[], bool]:
+    """The homogeneousStatus reports that the autoscaler wants the replicas ``target`` has."""
+
+    def event() -> bool:
+        status = _status_now(ms, policy)
+        return status is not None and _wants(status.get("homogeneousStatus"), replicas_of(ms, target)())
+
+    return event
+
+
+def settled_roles(ms: ModelServings, policy: str, target: str, roles: tuple[str, ...]) -> Callable[[], bool]:
+    """The disaggregatedStatus reports that the autoscaler wants the replicas each of ``roles`` of ``target`` has."""
+
+    def event() -> bool:
+        status = _status_now(ms, policy)
+        if status is None:
+            return False
+        entries = (status.get("disaggregatedStatus") or {}).get("roles") or []
+        named = {e.get("name"): e for e in entries if isinstance(e, dict)}
+        have = role_replicas_of(ms, target)()
+        return all(r in have and _wants(named.get(r), have[r]) for r in roles)
+
+    return event
+
+
+def settled_groups(ms: ModelServings, policy: str, targets: tuple[str, ...]) -> Callable[[], bool]:
+    """The heterogeneousStatus reports that the autoscaler wants the replicas each of ``targets`` has."""
+
+    def event() -> bool:
+        status = _status_now(ms, policy)
+        if status is None:
+            return False
+        named = {e.get("name"): e for e in status.get("heterogeneousStatus") or [] if isinstance(e, dict)}
+        return all(_wants(named.get(t), replicas_of(ms, t)()) for t in targets)
+
+    return event

@@ -21,7 +21,18 @@ from conformance.framework.modelserving import ModelServings
 from conformance.framework.outcomes import Inconclusive
 from conformance.framework.waits import WaitTimeout
 
-from . import API, TARGET_VALUE, Policies, Signal, policy_object, replicas_of, role_replicas_of, signal, target
+from . import (
+    API,
+    TARGET_VALUE,
+    Policies,
+    Signal,
+    policy_object,
+    replicas_of,
+    role_replicas_of,
+    settled_roles,
+    signal,
+    target,
+)
 
 __all__ = ["signal"]  # the fixture, used by name
 
@@ -54,7 +65,8 @@ def test_roles_scale_through_their_replicas(ms: ModelServings, signal: Signal) -
             until=lambda r: r.get("decode") == 3)  # fmt: skip
     ms.holds("spec.replicas 1 and Role prefill 1 untouched, decode at 3",
              lambda: (replicas_of(ms, "roles")(), role_replicas_of(ms, "roles")()),
-             lambda seen: seen == (1, {"prefill": 1, "decode": 3}), wait="autoscale-steady")  # fmt: skip
+             lambda seen: seen == (1, {"prefill": 1, "decode": 3}), wait="autoscale-steady",
+             settled=settled_roles(ms, "roles", "roles", ("decode",)))  # fmt: skip
 
 
 @behaviour(
@@ -72,7 +84,8 @@ def test_role_metrics_override_spec_metrics(ms: ModelServings, signal: Signal) -
     ms.wait("autoscale", "Role decode raised to 6 for a load of 30 on its own targetValue 5",
             role_replicas_of(ms, "own"), until=lambda r: r.get("decode") == 6)  # fmt: skip
     ms.holds("Role decode stays at 6 (spec.metrics' targetValue 10 would ask for 3)",
-             role_replicas_of(ms, "own"), lambda r: r.get("decode") == 6, wait="autoscale-steady")  # fmt: skip
+             role_replicas_of(ms, "own"), lambda r: r.get("decode") == 6, wait="autoscale-steady",
+             settled=settled_roles(ms, "own", "own", ("decode",)))  # fmt: skip
 
 
 @behaviour(
@@ -90,7 +103,7 @@ def test_fixed_role_kept_at_its_size(ms: ModelServings, signal: Signal) -> None:
     ms.wait("autoscale", "the fixed Role prefill at its size 2", role_replicas_of(ms, "fixed"),
             until=lambda r: r.get("prefill") == 2)  # fmt: skip
     ms.holds("the fixed Role prefill stays at 2", role_replicas_of(ms, "fixed"), lambda r: r.get("prefill") == 2,
-             wait="autoscale-steady")  # fmt: skip
+             wait="autoscale-steady", settled=settled_roles(ms, "fixed", "fixed", ("prefill",)))  # fmt: skip
 
 
 RATIO = {"numeratorRole": "prefill", "denominatorRole": "decode", "minRatio": "1", "maxRatio": "2"}
@@ -187,7 +200,8 @@ def test_role_without_a_source_keeps_its_replicas(ms: ModelServings, signal: Sig
         raise Inconclusive(f"a Role without a metric source was refused at admission (HTTP {refusal.status}), so how "
                            "a missing key is treated at runtime cannot be observed")  # fmt: skip
     ms.holds("Role decode stays at 2 without a metric source", role_replicas_of(ms, "nosrc"),
-             lambda r: r.get("decode") == 2, wait="autoscale-steady")  # fmt: skip
+             lambda r: r.get("decode") == 2, wait="autoscale-steady",
+             settled=settled_roles(ms, "nosrc", "nosrc", ("decode",)))  # fmt: skip
     # The control: given the source, the same policy must scale, or the observation above proved nothing.
     policies.patch("nosrc", {"spec": {"disaggregatedTarget": {"roles": {"decode": {
         "metricSources": {"load": signal.source(ms, "nosrc")}}}}}})  # fmt: skip

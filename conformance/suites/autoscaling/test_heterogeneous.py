@@ -21,7 +21,7 @@ from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
 from conformance.framework.modelserving import ModelServings
 
-from . import API, Policies, Signal, policy_object, replicas_of, signal, target
+from . import API, Policies, Signal, policy_object, replicas_of, settled_groups, signal, target
 
 __all__ = ["signal"]  # the fixture, used by name
 
@@ -57,6 +57,11 @@ def start(ms: ModelServings, signal: Signal, name: str, load: float) -> Policies
     return policies
 
 
+def groups(name: str) -> tuple[str, str]:
+    """The two groups' ModelServings: (the expensive one, the cheaper one)."""
+    return f"{name}-{EXPENSIVE}", f"{name}-{CHEAP}"
+
+
 def split(ms: ModelServings, name: str) -> tuple[int, int]:
     """(replicas of the expensive group, of the cheaper group)."""
     return replicas_of(ms, f"{name}-{EXPENSIVE}")(), replicas_of(ms, f"{name}-{CHEAP}")()
@@ -74,7 +79,7 @@ def test_the_cheaper_group_is_scaled_first(ms: ModelServings, signal: Signal) ->
     ms.wait("autoscale", "the demand of 3 split 1 (cost 100) and 2 (cost 60)", lambda: split(ms, "cheap"),
             until=lambda s: sum(s) == 3)  # fmt: skip
     ms.holds("the split stays 1 (cost 100) and 2 (cost 60)", lambda: split(ms, "cheap"), lambda s: s == (1, 2),
-             wait="autoscale-steady")  # fmt: skip
+             wait="autoscale-steady", settled=settled_groups(ms, "cheap", groups("cheap")))  # fmt: skip
 
 
 @behaviour(
@@ -90,7 +95,7 @@ def test_every_param_within_its_bounds(ms: ModelServings, signal: Signal) -> Non
     ms.wait("autoscale", "both groups raised to their maxReplicas 4 for a demand of 100", lambda: split(ms, "bound"),
             until=lambda s: s == (4, 4))  # fmt: skip
     ms.holds("both groups stay at their maxReplicas 4", lambda: split(ms, "bound"), lambda s: s == (4, 4),
-             wait="autoscale-steady")  # fmt: skip
+             wait="autoscale-steady", settled=settled_groups(ms, "bound", groups("bound")))  # fmt: skip
     want = {f"bound-{EXPENSIVE}": 4, f"bound-{CHEAP}": 4}
 
     def reported() -> dict[Any, Any]:

@@ -20,7 +20,7 @@ from conformance.framework.modelserving import ModelServings
 from conformance.framework.outcomes import Inconclusive
 from conformance.framework.waits import WaitTimeout
 
-from . import API, Policies, Signal, homogeneous, replicas_of, signal, target
+from . import API, Policies, Signal, homogeneous, replicas_of, settled_homogeneous, signal, target
 
 __all__ = ["signal"]  # the fixture, used by name
 
@@ -41,7 +41,7 @@ def test_scale_up_to_what_the_metric_asks(ms: ModelServings, signal: Signal) -> 
     ms.wait("autoscale", "spec.replicas raised to 3 for a load of 30 (targetValue 10, maxReplicas 5)",
             replicas_of(ms, "up"), until=lambda n: n == 3)  # fmt: skip
     ms.holds("spec.replicas stays at the 3 the load asks for", replicas_of(ms, "up"), lambda n: n == 3,
-             wait="autoscale-steady")  # fmt: skip
+             wait="autoscale-steady", settled=settled_homogeneous(ms, "up", "up"))  # fmt: skip
 
 
 @behaviour(
@@ -58,7 +58,7 @@ def test_max_replicas_bounds_any_load(ms: ModelServings, signal: Signal) -> None
     ms.wait("autoscale", "spec.replicas raised to maxReplicas 3 for a load asking for 100",
             replicas_of(ms, "max"), until=lambda n: n >= 3)  # fmt: skip
     ms.holds("spec.replicas never above maxReplicas 3", replicas_of(ms, "max"), lambda n: n == 3,
-             wait="autoscale-steady")  # fmt: skip
+             wait="autoscale-steady", settled=settled_homogeneous(ms, "max", "max"))  # fmt: skip
 
 
 @behaviour(
@@ -76,7 +76,7 @@ def test_scale_down_to_min_replicas(ms: ModelServings, signal: Signal) -> None:
     ms.wait("autoscale-down", "spec.replicas lowered from 4 to minReplicas 2 without load",
             replicas_of(ms, "down"), until=lambda n: n <= 2)  # fmt: skip
     ms.holds("spec.replicas never below minReplicas 2", replicas_of(ms, "down"), lambda n: n == 2,
-             wait="autoscale-steady")  # fmt: skip
+             wait="autoscale-steady", settled=settled_homogeneous(ms, "down", "down"))  # fmt: skip
 
 
 @behaviour(
@@ -149,7 +149,7 @@ def test_unreadable_metric_changes_nothing(ms: ModelServings, signal: Signal, ca
     else:
         policies.create(body)
     ms.holds(f"spec.replicas stays 2 with {UNREADABLE[case]}", replicas_of(ms, "unread"), lambda n: n == 2,
-             wait="autoscale-steady")  # fmt: skip
+             wait="autoscale-steady", settled=settled_homogeneous(ms, "unread", "unread"))  # fmt: skip
     # The control: made readable, the same policy must scale, or the observation above proved nothing.
     policies.patch("unread", {"spec": {"homogeneousTarget": {"target": {"metricSources": {
         "load": signal.source(ms, "unread")}}}}})  # fmt: skip

@@ -29,7 +29,7 @@ from conformance.framework.features import Feature
 from conformance.framework.modelserving import ModelServings
 from conformance.framework.realnodes import SLEEP, observed_on_real_nodes, place_modelserving, require
 
-from . import API, Policies, homogeneous, replicas_of, target
+from . import API, Policies, homogeneous, replicas_of, settled_homogeneous, target
 
 ROOT = "/var/www/conformance"  # httpd's document root inside the container
 TWICE_THE_TARGET = 20  # the load each Pod reports: twice the policies' targetValue of 10
@@ -88,4 +88,4 @@ def test_pods_are_scraped_for_the_named_family(ms: ModelServings, suite: Any, re
     ms.wait("autoscale", f"spec.replicas raised from 1: the Pod reports {TWICE_THE_TARGET} at :{port}{path}",
             replicas_of(ms, name), until=lambda n: n >= 2)  # fmt: skip
     ms.holds("spec.replicas stays within 2..3 (maxReplicas 3)", replicas_of(ms, name), lambda n: 2 <= n <= 3,
-             wait="autoscale-steady")  # fmt: skip
+             wait="autoscale-steady", settled=settled_homogeneous(ms, name, name))  # fmt: skip
