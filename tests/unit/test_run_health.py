@@ -1,0 +1,140 @@
+"""The run's watch on what every test depends on (conformance.run.health): the decisions
+table-driven, the thread with a real child process and a failing probe (no cluster)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from conformance.framework.waits import wait_for
+from conformance.run.health import (
+    API_GRACE,
+    Lost,
+    Watch,
+    api_lost,
+    component_lost,
+    controller_lost,
+    describe_failure,
+    exit_text,
+)
+
+T = 1_700_000_000.0  # 22:13:20 UTC
+
+
+@pytest.mark.parametrize(
+    ("code", "text"),
+    [(-9, "was killed by SIGKILL"), (-15, "was killed by SIGTERM"), (1, "exited with code 1"), (0, "exited with code 0"),
+     (137, "exited with code 137 (SIGKILL)"), (-99, "was killed by signal 99")],
+)  # fmt: skip
+def test_exit_text(code: int, text: str) -> None:
+    assert exit_text(code) == text
+
+
+@pytest.mark.parametrize(
+    ("code", "restarting", "lost"),
+    [(None, False, False), (-9, True, False), (-9, False, True), (0, False, True)],
+)
+def test_controller_lost(code: int | None, restarting: bool, lost: bool) -> None:
+    found = controller_lost(code, restarting, T, "reports/kthena-ref.log")
+    assert (found is not None) is lost
+    if found is not None:
+        assert found.what == "controller" and found.exit_code == 1
+        assert found.cause.startswith(f"the controller under test {exit_text(code or 0)} at 22:13:20 UTC")
+        assert "reports/kthena-ref.log" in found.hint
+
+
+@pytest.mark.parametrize(
+    ("since", "now", "lost"),
+    [(None, T, False), (T, T + API_GRACE - 1, False), (T, T + API_GRACE, True)],
+)
+def test_api_lost_after_its_grace(since: float | None, now: float, lost: bool) -> None:
+    found = api_lost(since, now, "connection refused", "https://127.0.0.1:6443")
+    assert (found is not None) is lost
+    if found is not None:
+        assert found.exit_code == 3 and found.what == "api-server"
+        assert (
+            found.cause
+            == "the API server https://127.0.0.1:6443 stopped answering at 22:13:20 UTC (connection refused)"
+        )
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [
+        (None, None),
+        ({"phase": "ready"}, None),
+        ({"phase": "degraded"}, None),
+        ({"phase": "degraded", "failed_component": "kube-apiserver", "exit_code": -9},
+         ("api-server", "the cluster's kube-apiserver was killed by SIGKILL")),
+        ({"phase": "degraded", "failed_component": "kwok", "exit_code": 2},
+         ("cluster", "the cluster's kwok exited with code 2")),
+        ({"phase": "degraded", "failed_component": "kubelet-real-0"}, ("cluster", "the cluster's kubelet-real-0 exited")),
+    ],
+)  # fmt: skip
+def test_component_lost(state: dict[str, Any] | None, expected: tuple[str, str] | None) -> None:
+    found = component_lost(state, T)
+    assert (None if found is None else (found.what, found.cause.split(" (seen")[0])) == expected
+    if found is not None:
+        assert found.exit_code == 3
+
+
+@pytest.mark.parametrize(
+    ("exc", "words"),
+    [
+        (ConnectionRefusedError("[Errno 111] Connection refused"), "connection refused"),
+        (TimeoutError("read timed out"), "timed out"),
+        (type("ApiException", (Exception,), {"status": 503, "reason": "Service Unavailable"})(), "HTTP 503 Service Unavailable"),
+        (RuntimeError("odd"), "RuntimeError"),
+    ],
+)  # fmt: skip
+def test_describe_failure(exc: BaseException, words: str) -> None:
+    assert describe_failure(exc) == words
+
+
+def test_lost_message_says_what_it_cost() -> None:
+    lost = Lost("controller", "the controller under test was killed by SIGKILL at 22:13:20 UTC", "look", 1, T)
+    assert lost.as_error() == {
+        "message": "the controller under test was killed by SIGKILL at 22:13:20 UTC: the behaviours still running "
+        "or not yet run could not be decided",
+        "hint": "look",
+    }
+
+
+class Controller:
+    def __init__(self) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        self.log = None
+
+    def restart(self) -> None:
+        self.process.kill()
+        self.process.wait()
+        self.process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+
+
+def test_the_watch_names_a_killed_controller_but_not_a_restart() -> None:
+    controller = Controller()
+    try:
+        with Watch(controller, None, None, interval=0.05) as watch:
+            watch.restart_wrapper(controller.restart)()  # a restart a test asked for: no death
+            assert watch.check(time.time()) is None
+            controller.process.send_signal(signal.SIGKILL)
+            lost = wait_for("the watch to see the controller gone", lambda: watch.lost, timeout=10)
+        assert lost is not None and lost.what == "controller" and "killed by SIGKILL" in lost.cause
+    finally:
+        controller.process.kill()
+        controller.process.wait()
+
+
+def test_the_watch_gives_the_api_server_its_grace() -> None:
+    def refused() -> None:
+        raise ConnectionRefusedError("Connection refused")
+
+    watch = Watch(None, refused, lambda: {"phase": "ready"}, server="https://127.0.0.1:1")
+    assert watch.check(T) is None and watch.check(T + API_GRACE - 0.5) is None
+    lost = watch.check(T + API_GRACE)
+    assert lost is not None and lost.exit_code == 3 and "connection refused" in lost.cause
