@@ -52,9 +52,11 @@ def judge(
     return {"verdict": verdict.value, "fullyRun": fully, "narrowed": narrowed}
 
 
-def judged_text(judged: dict[str, Any]) -> str:
-    """``success on the selection; fully run: Plugins; narrowed: Core (12 of 47)``. Pure."""
-    parts = [f"{judged['verdict']} on the selection" if judged.get("narrowed") else str(judged["verdict"])]
+def judged_text(judged: dict[str, Any], *, said: bool = False) -> str:
+    """``success on the selection; fully run: Plugins; narrowed: Core (12 of 47)`` (``said``: the
+    caller has said it is the selection's verdict). Pure."""
+    narrowed = judged.get("narrowed") and not said
+    parts = [f"{judged['verdict']} on the selection" if narrowed else str(judged["verdict"])]
     if judged.get("fullyRun"):
         parts.append(f"fully run: {', '.join(judged['fullyRun'])}")
     if judged.get("narrowed"):
