@@ -274,6 +274,7 @@ def test_a_wait_tells_the_plugin_what_it_waits_for(tmp_path: Path) -> None:
         waits.observe(None)
     assert seen == [("the thing", 5), (None, None), ("the other to keep holding", 0.01), (None, None),
                     ("never", 0.01), (None, None)]  # fmt: skip
+
     def broken(what: str | None, seconds: float | None) -> None:
         raise RuntimeError("a broken observer")
 
