@@ -17,7 +17,7 @@ import re
 
 WIDTH = 600
 _HEADERS = re.compile(r"\s*HTTP response headers: HTTPHeaderDict\(\{.*?\}\)", re.S)
-_API_EXCEPTION = re.compile(r"\((\d{3})\)\s*Reason: ([^\n]*)\n?(?:HTTP response body: ([^\n]*)\n?)?")
+_API_EXCEPTION = re.compile(r"(?:\w+Exception: )?\((\d{3})\)\s*Reason: ([^\n]*)\n?(?:HTTP response body: ([^\n]*)\n?)?")
 _MAX_RETRY = re.compile(
     r"(?:\w+: )?HTTPS?ConnectionPool\(host='([^']*)', port=(\d+)\): Max retries exceeded with url: (\S+)"
     r"(?: \(Caused by (\w+)\((.*)\)\))?",
@@ -32,7 +32,8 @@ _UID_LIST = re.compile(r"\[(?:'?UID'?\s*,\s*)+'?UID'?\]")
 def readable(exc: BaseException) -> str | None:
     """One line for an exception of the Kubernetes client or urllib3, or None for any other."""
     status = getattr(exc, "status", None)
-    if type(exc).__name__ == "ApiException" and isinstance(status, int):
+    kinds = {k.__name__ for k in type(exc).__mro__}  # ServiceException, NotFoundException, ... are ApiExceptions
+    if "ApiException" in kinds and isinstance(status, int):
         return api_error(status, str(getattr(exc, "reason", "") or ""), str(getattr(exc, "body", "") or ""))
     if type(exc).__name__ in ("MaxRetryError", "NewConnectionError", "ProtocolError", "ReadTimeoutError"):
         return sentence(f"{type(exc).__name__}: {exc}")

@@ -72,7 +72,7 @@ def t(id: str, feature: str, outcome: str, message: str = "") -> dict[str, Any]:
                   "HTTPHeaderDict({'Audit-Id': 'a'})\nHTTP response body: {\"message\": \"webhook down\"}\n"),
                 t("h2", "X", "error", "y"),
             ],
-            [("feature X: none of its 2 behaviours passed; the first, h1: ApiException: HTTP 500 Internal Server "
+            [("feature X: none of its 2 behaviours passed; the first, h1: HTTP 500 Internal Server "
               "Error: webhook down", ["h1", "h2"])],
         ),
     ],

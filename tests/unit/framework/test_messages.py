@@ -24,7 +24,7 @@ RETRY = (
                      "HTTP 500 Internal Server Error: Internal error occurred: failed calling webhook", id="ApiException"),
         pytest.param(f"waited 15s for Pods; last seen: ApiException: (404)\nReason: Not Found\n{HEADERS}\n"
                      'HTTP response body: {"message":"pods \\"x\\" not found"}\n; teardown: ok',
-                     'waited 15s for Pods; last seen: ApiException: HTTP 404 Not Found: pods "x" not found; teardown: ok',
+                     'waited 15s for Pods; last seen: HTTP 404 Not Found: pods "x" not found; teardown: ok',
                      id="quoted inside a wait"),
         pytest.param("(403)\nReason: Forbidden\n", "HTTP 403 Forbidden", id="no body"),
         pytest.param(f"MaxRetryError: {RETRY}", "cannot reach the API server at 127.0.0.1:41234: connection refused",
@@ -47,6 +47,8 @@ def test_readable_exceptions() -> None:
     retry = MaxRetryError(None, "/api/v1/pods", cause)  # type: ignore[arg-type]
     assert "connection refused" in (readable(retry) or "").lower()
     assert readable(ValueError("x")) is None
+    service = type("ServiceException", (ApiException,), {})(status=503, reason="Service Unavailable")
+    assert readable(service) == "HTTP 503 Service Unavailable"
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,205 @@
+"""A run that explains itself and never loses a result, on the real embedded cluster.
+
+Each test starts ``kthena-conformance run`` (one worker, a kept cluster shared by the module), waits
+until a test of the run is under way, then breaks something the way it breaks in life:
+
+- SIGKILL of the controller under test: one line names it, the run stops at once, exit code 1,
+  no HTTP header dump on the terminal, the report's error and first cause say it;
+- SIGTERM to the whole process group after a behaviour passed (what ``timeout 40 kthena-conformance
+  run`` does): the passed behaviours stay passed in the report, which says interrupted (exit 130);
+- SIGKILL of the runner alone: the report on disk (written as results arrived) is valid, marked
+  interrupted with its progress, and the run's pytest processes are gone within seconds;
+- SIGKILL of kube-apiserver (last: it breaks the cluster): one line names it, exit code 3.
+
+Every report left is checked by ``kthena-conformance report verify``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from conformance.framework.waits import wait_for
+
+pytestmark = [pytest.mark.serial, pytest.mark.own_controller, pytest.mark.slow]
+
+CLI = [sys.executable, "-m", "conformance.cli"]
+FIRST_TEST_TIMEOUT = 420  # a cluster start and a deployment under a loaded machine included
+STOP_TIMEOUT = 120  # the run must end this soon after what it depends on died
+# Behaviours of ~10-60 s each: a kill lands mid-test with more left to run.
+SELECTION = ("core/recovery/*", "core/scale/*")
+
+
+@pytest.fixture(scope="module")
+def cluster_name() -> Iterator[str]:
+    from conformance.cluster.local.provider import LocalProvider
+
+    name = f"expl-{os.getpid()}"
+    yield name
+    LocalProvider().down(name)
+
+
+def start(cluster: str, report_dir: Path, *ids: str) -> subprocess.Popen[bytes]:
+    args = [*CLI, "run", "--keep-cluster", "--name", cluster, "--report-dir", str(report_dir), "-n", "1"]
+    args += [f"--id={i}" for i in ids]
+    with (report_dir / "terminal.log").open("wb") as out:
+        return subprocess.Popen(args, start_new_session=True, stdout=out, stderr=subprocess.STDOUT)
+
+
+def terminal(report_dir: Path) -> str:
+    return (report_dir / "terminal.log").read_text(errors="replace")
+
+
+def ended_early(proc: subprocess.Popen[bytes], report_dir: Path) -> Any:
+    def check(_: object, __: float) -> str | None:
+        if proc.poll() is None:
+            return None
+        return f"the run exited with code {proc.returncode}; its output ends:\n{terminal(report_dir)[-3000:]}"
+
+    return check
+
+
+def wait_for_output(proc: subprocess.Popen[bytes], report_dir: Path, text: str) -> None:
+    wait_for(
+        f"{text!r} on the run's terminal",
+        lambda: text in terminal(report_dir),
+        timeout=FIRST_TEST_TIMEOUT,
+        interval=0.3,
+        give_up=ended_early(proc, report_dir),
+    )
+
+
+def wait_for_a_running_test(proc: subprocess.Popen[bytes], report_dir: Path) -> None:
+    """Until the pass's progress file says a test started."""
+
+    def started() -> bool:
+        events = report_dir / ".passes"
+        return any('"event": "started"' in p.read_text() for p in events.glob("*.progress.jsonl"))
+
+    wait_for("a test of the run to start", started, timeout=FIRST_TEST_TIMEOUT, interval=0.3,
+             give_up=ended_early(proc, report_dir))  # fmt: skip
+
+
+def ended(proc: subprocess.Popen[bytes], report_dir: Path) -> str:
+    try:
+        proc.wait(timeout=STOP_TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return terminal(report_dir)
+
+
+def verified(report_dir: Path) -> dict[str, Any]:
+    path = report_dir / "conformance-report.json"
+    argv = [*CLI, "report", "verify", str(path)]
+    check = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, check.stdout + check.stderr
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def descendants(pid: int, *words: str) -> list[psutil.Process]:
+    try:
+        found = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    out = []
+    for p in found:
+        try:
+            if any(w in " ".join(p.cmdline()) for w in words):
+                out.append(p)
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+def alive(processes: list[psutil.Process]) -> list[psutil.Process]:
+    out = []
+    for p in processes:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+def test_a_killed_controller_is_named_once_and_ends_the_run(cluster_name: str, tmp_path: Path) -> None:
+    proc = start(cluster_name, tmp_path, *SELECTION)
+    wait_for_a_running_test(proc, tmp_path)
+    controllers = descendants(proc.pid, "kthena_ref.cli run")
+    assert controllers, "the run starts the reference controller"
+    for c in controllers:
+        c.send_signal(signal.SIGKILL)
+    shown = ended(proc, tmp_path)
+    assert proc.returncode == 1, shown[-3000:]
+    errors = [line for line in shown.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "the controller under test was killed by SIGKILL" in errors[0], shown[-3000:]
+    assert "HTTP response headers" not in shown and "ServiceException" not in shown, shown[-3000:]
+    assert shown.count("not run:") == 0, shown[-3000:]  # one cause, not one line per behaviour
+    report = verified(tmp_path)
+    assert "the controller under test was killed by SIGKILL" in report["error"]["message"]
+    assert report["causes"][0]["cause"].startswith("the controller under test was killed by SIGKILL")
+    print(f"controller SIGKILL: exit {proc.returncode}; {errors[0]}")
+
+
+def test_sigterm_to_the_group_keeps_what_passed(cluster_name: str, tmp_path: Path) -> None:
+    proc = start(cluster_name, tmp_path, *SELECTION)
+    wait_for_output(proc, tmp_path, " passed ")
+    os.killpg(proc.pid, signal.SIGTERM)  # what `timeout` does
+    shown = ended(proc, tmp_path)
+    assert proc.returncode == 130, shown[-3000:]
+    printed = {line.split()[1] for line in shown.splitlines() if line.startswith("[") and " passed " in line}
+    report = verified(tmp_path)
+    passed = {t["id"] for t in report["tests"] if t["outcome"] == "passed"}
+    assert printed and printed <= passed, (printed, passed)
+    assert report["run"]["interrupted"] is True and report["exitCode"] == 130
+    print(f"SIGTERM to the group: exit {proc.returncode}; {len(printed)} printed passed, {len(passed)} in the report")
+
+
+def test_a_killed_runner_leaves_a_valid_report_and_no_process(cluster_name: str, tmp_path: Path) -> None:
+    proc = start(cluster_name, tmp_path, *SELECTION)
+    wait_for_output(proc, tmp_path, " passed ")
+    wait_for(
+        "the report written while the run goes on",
+        (tmp_path / "conformance-report.json").is_file,
+        timeout=60,
+        give_up=ended_early(proc, tmp_path),
+    )
+    suite = descendants(proc.pid, "pytest", "kthena_ref.cli run")
+    assert suite, "the run's pytest pass and controller are running"
+    proc.send_signal(signal.SIGKILL)  # the runner alone
+    proc.wait()
+    left = wait_for("the run's processes to end", lambda: alive(suite), until=lambda a: not a, timeout=10)
+    assert not left
+    report = verified(tmp_path)
+    assert report["run"]["interrupted"] is True and report["run"]["progress"]["done"] >= 1, report["run"]
+    assert any(t["outcome"] == "passed" for t in report["tests"])
+    print(f"runner SIGKILL: report {report['run']['progress']}; {len(suite)} processes gone within 10 s")
+
+
+def test_a_killed_api_server_is_named_and_exits_3(cluster_name: str, tmp_path: Path) -> None:
+    from conformance.cluster.local.provider import LocalProvider
+
+    proc = start(cluster_name, tmp_path, *SELECTION)
+    wait_for_a_running_test(proc, tmp_path)
+    state = LocalProvider().status(cluster_name) or {}
+    os.kill(int(state["components"]["kube-apiserver"]), signal.SIGKILL)
+    shown = ended(proc, tmp_path)
+    assert proc.returncode == 3, shown[-3000:]
+    errors = [line for line in shown.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "kube-apiserver" in errors[0], shown[-3000:]
+    assert "MaxRetryError" not in shown, shown[-3000:]
+    report = verified(tmp_path)
+    assert report["exitCode"] == 3 and "kube-apiserver" in report["error"]["message"]
+    print(f"kube-apiserver SIGKILL: exit {proc.returncode}; {errors[0]}")
