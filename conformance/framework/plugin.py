@@ -226,6 +226,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     waits.observe(told)
 
 
+@pytest.hookimpl(trylast=True)  # after the fixtures' cleanup, whose waits are the test's too
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     waits.observe(None)
 
