@@ -283,3 +283,50 @@ def test_a_wait_tells_the_plugin_what_it_waits_for(tmp_path: Path) -> None:
         assert waits.wait_for("x", lambda: 3, timeout=1) == 3
     finally:
         waits.observe(None)
+
+
+SLOW_PASS = """
+import json, sys, time
+args = sys.argv[1:]
+progress = args[args.index("--progress-file") + 1]
+def say(event):
+    with open(progress, "a") as f:
+        f.write(json.dumps(event) + "\\n")
+say({"event": "finished", "id": "core/scale/subresource-up", "nodeid": "n0", "pass": "parallel", "outcome": "passed", "duration": 1.0,
+     "message": "", "at": time.time()})
+say({"event": "started", "id": "core/t1", "nodeid": "n1", "at": time.time()})
+time.sleep(120)  # never writes its results file: stopped, or killed
+"""
+
+
+def test_a_pass_is_stopped_at_once_when_the_controller_dies(tmp_path: Path) -> None:
+    """A watch that finds the controller gone stops the pass (Ctrl-C, then SIGKILL after the grace)
+    and the pass's results come from its progress file."""
+    import subprocess
+    import time
+
+    from conformance.run import passes
+    from conformance.run.health import Watch
+
+    controller = SimpleNamespace(
+        process=subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]), log=None
+    )
+    printed: list[str] = []
+    old = passes.LOST_GRACE
+    passes.LOST_GRACE = 2.0
+    try:
+        with Watch(controller, None, None, interval=0.1) as watch:
+            controller.process.kill()
+            started = time.monotonic()
+            payload = _run_pass(
+                [sys.executable, "-c", SLOW_PASS], "parallel", RunOptions(workers=1), tmp_path, printed.append,
+                RunProgress(2), watch,
+            )  # fmt: skip
+    finally:
+        passes.LOST_GRACE = old
+        controller.process.wait()
+    assert time.monotonic() - started < 30
+    assert payload["lost"].what == "controller" and "crashed" not in payload
+    assert [r["id"] for r in payload["results"]] == ["core/scale/subresource-up"] and payload["fromProgress"] == 1
+    assert any(line.startswith("stopping the parallel pass: the controller under test was killed by SIGKILL")
+               for line in printed), printed  # fmt: skip
