@@ -49,8 +49,8 @@ def cluster_name() -> Iterator[str]:
     LocalProvider().down(name)
 
 
-def start(cluster: str, report_dir: Path, *ids: str) -> subprocess.Popen[bytes]:
-    args = [*CLI, "run", "--keep-cluster", "--name", cluster, "--report-dir", str(report_dir), "-n", "1"]
+def start(cluster: str, report_dir: Path, *ids: str, workers: int = 1) -> subprocess.Popen[bytes]:
+    args = [*CLI, "run", "--keep-cluster", "--name", cluster, "--report-dir", str(report_dir), "-n", str(workers)]
     args += [f"--id={i}" for i in ids]
     with (report_dir / "terminal.log").open("wb") as out:
         return subprocess.Popen(args, start_new_session=True, stdout=out, stderr=subprocess.STDOUT)
@@ -172,7 +172,7 @@ def test_sigterm_to_the_group_keeps_what_passed(cluster_name: str, tmp_path: Pat
 
 
 def test_a_killed_runner_leaves_a_valid_report_and_no_process(cluster_name: str, tmp_path: Path) -> None:
-    proc = start(cluster_name, tmp_path, *SELECTION)
+    proc = start(cluster_name, tmp_path, *SELECTION, workers=2)  # xdist workers too
     wait_for_a_pass(proc, tmp_path)
     wait_for(
         "the report written while the run goes on",
