@@ -138,9 +138,9 @@ def _run_pass(
         proc = subprocess.Popen(
             args, stdout=out, stderr=subprocess.STDOUT, cwd=str(work), stdin=subprocess.DEVNULL, env=env
         )
-        if checkpoint is not None:
-            checkpoint.maybe(force=True)  # a report exists from the first moment a pass runs
         try:
+            if checkpoint is not None:
+                checkpoint.maybe(force=True)  # a report exists from the first moment a pass runs
             while True:
                 try:
                     code = proc.wait(timeout=PROGRESS_POLL_SECONDS)
