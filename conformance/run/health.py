@@ -12,7 +12,10 @@ checks, every :data:`INTERVAL` seconds, that:
 - the API server answers (``/readyz``, a short timeout); it is lost after
   :data:`API_GRACE` seconds of failures in a row (a restart the harness makes takes a few);
 - on the embedded cluster, no component (etcd, kube-controller-manager, kube-scheduler, kwok, a
-  real node's kubelet or containerd) exited: its supervisor says so in the cluster's state.
+  real node's kubelet or containerd) exited: its supervisor says so in the cluster's state;
+- every Node Ready when the watch started is still Ready, or was not Ready for less than
+  :data:`NODE_GRACE` seconds (every :data:`NODE_EVERY` seconds; a node that dies or stops
+  answering on any provider).
 
 The first loss found is :attr:`Watch.lost`, a :class:`Lost` with one line saying what died and
 when, a hint and the exit code (the API server or the cluster: 3, like a cluster that could not
@@ -39,6 +42,8 @@ from .options import EXIT_CLUSTER, EXIT_NONCONFORMANT
 INTERVAL = 2.0  # seconds between checks
 API_GRACE = 15.0  # seconds of failed API probes in a row before the API server counts as gone
 API_TIMEOUT = 3.0  # one probe's timeout
+NODE_GRACE = 60.0  # seconds a Node Ready at the start may be NotReady before it counts as gone (kubelet: 40 s)
+NODE_EVERY = 10.0  # seconds between two looks at the Nodes
 
 
 UNDECIDED = "the behaviours still running or not yet run could not be decided"
@@ -126,6 +131,35 @@ def component_lost(state: Mapping[str, Any] | None, now: float) -> Lost | None:
     )
 
 
+def nodes_lost(not_ready_since: Mapping[str, float], now: float) -> Lost | None:
+    """A Node Ready at the start and NotReady since ``not_ready_since[name]`` for :data:`NODE_GRACE`
+    seconds or more (the longest gone first). Pure."""
+    gone = sorted((since, name) for name, since in not_ready_since.items() if now - since >= NODE_GRACE)
+    if not gone:
+        return None
+    since, name = gone[0]
+    more = f" (and {len(gone) - 1} more)" if len(gone) > 1 else ""
+    return Lost(
+        "cluster",
+        f"node {name}{more} stopped being Ready at {_clock(since)}",
+        "the cluster lost a node the tests were using; `kubectl describe node` says why",
+        EXIT_CLUSTER,
+        since,
+    )
+
+
+def track_nodes(
+    ready_at_start: set[str], ready_now: Mapping[str, bool], not_ready_since: Mapping[str, float], now: float
+) -> dict[str, float]:
+    """Since when each Node Ready at the start has not been Ready (a Node deleted counts as not
+    Ready). Pure."""
+    out: dict[str, float] = {}
+    for name in ready_at_start:
+        if not ready_now.get(name, False):
+            out[name] = not_ready_since.get(name, now)
+    return out
+
+
 def describe_failure(exc: BaseException) -> str:
     """A probe's failure in a few words (no HTTP headers, no retry chains). Pure."""
     text = str(exc)
@@ -150,6 +184,7 @@ class Watch:
         cluster_state: Callable[[], Mapping[str, Any] | None] | None,
         server: str = "",
         interval: float = INTERVAL,
+        nodes: Callable[[], Mapping[str, bool]] | None = None,
     ) -> None:
         self.controller = controller
         self.probe_api = probe_api
@@ -160,6 +195,10 @@ class Watch:
         self._restarting = threading.Lock()
         self._stop = threading.Event()
         self._failing_since: float | None = None
+        self.nodes = nodes
+        self._ready_at_start: set[str] | None = None
+        self._not_ready: dict[str, float] = {}
+        self._nodes_seen = 0.0
         self._thread = threading.Thread(target=self._loop, name="run-health", daemon=True)
 
     def restart_wrapper(self, restart: Callable[[], None]) -> Callable[[], None]:
@@ -209,6 +248,31 @@ class Watch:
                 yield api_lost(self._failing_since, now, describe_failure(exc), self.server)
             else:
                 self._failing_since = None
+        if self.nodes is not None and self._failing_since is None and now - self._nodes_seen >= NODE_EVERY:
+            self._nodes_seen = now
+            ready = self.nodes()
+            if self._ready_at_start is None:
+                self._ready_at_start = {name for name, ok in ready.items() if ok}
+            self._not_ready = track_nodes(self._ready_at_start, ready, self._not_ready, now)
+            yield nodes_lost(self._not_ready, now)
+
+
+def node_readiness(kubeconfig: Any, context: str | None) -> Callable[[], dict[str, bool]]:
+    """Each Node's name and whether its Ready condition is True (one list, :data:`API_TIMEOUT`)."""
+    from kubernetes import client
+
+    from ..cluster.kube import api_client
+
+    core = client.CoreV1Api(api_client(kubeconfig, context))
+
+    def ready() -> dict[str, bool]:
+        items: list[Any] = core.list_node(_request_timeout=API_TIMEOUT).items
+        return {
+            n.metadata.name: any(c.type == "Ready" and c.status == "True" for c in (n.status.conditions or []))
+            for n in items
+        }
+
+    return ready
 
 
 def api_probe(kubeconfig: Any, context: str | None) -> tuple[Callable[[], None], str]:

@@ -290,14 +290,15 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
 def _watch(controller: Any, info: ClusterInfo, provider: Any) -> Watch:
     """The run's watch on what the tests depend on (:mod:`.health`): the controller the harness
     runs, the API server, and on the embedded cluster its components (from its supervisor's state)."""
-    from .health import api_probe
+    from .health import api_probe, node_readiness
 
     try:
         probe, server = api_probe(info.kubeconfig, info.context)
+        nodes: Any = node_readiness(info.kubeconfig, info.context)
     except Exception:  # a kubeconfig the client cannot use for a probe: the tests will say so
-        probe, server = None, ""
+        probe, server, nodes = None, "", None
     state = (lambda: provider.status(info.name)) if info.provider == "local" else None
-    return Watch(controller, probe, state, server=server)
+    return Watch(controller, probe, state, server=server, nodes=nodes)
 
 
 def _write_draft(

@@ -138,3 +138,46 @@ def test_the_watch_gives_the_api_server_its_grace() -> None:
     assert watch.check(T) is None and watch.check(T + API_GRACE - 0.5) is None
     lost = watch.check(T + API_GRACE)
     assert lost is not None and lost.exit_code == 3 and "connection refused" in lost.cause
+
+
+@pytest.mark.parametrize(
+    ("at_start", "now_ready", "since", "now", "expected_since", "lost"),
+    [
+        pytest.param({"a", "b"}, {"a": True, "b": True}, {}, T, {}, None, id="all ready"),
+        pytest.param({"a"}, {"a": False}, {}, T, {"a": T}, None, id="just went NotReady"),
+        pytest.param({"a"}, {"a": False}, {"a": T - 59}, T, {"a": T - 59}, None, id="within the grace"),
+        pytest.param({"a"}, {}, {"a": T - 60}, T, {"a": T - 60}, "node a stopped being Ready at 22:12:20 UTC",
+                     id="deleted, past the grace"),
+        pytest.param({"a", "b"}, {"a": False, "b": False}, {"a": T - 61, "b": T - 90}, T, {"a": T - 61, "b": T - 90},
+                     "node b (and 1 more) stopped being Ready at 22:11:50 UTC", id="the longest gone first"),
+        pytest.param({"a"}, {"a": True, "c": False}, {"a": T - 100}, T, {}, None, id="back, and a new one ignored"),
+    ],
+)  # fmt: skip
+def test_nodes(
+    at_start: set[str],
+    now_ready: dict[str, bool],
+    since: dict[str, float],
+    now: float,
+    expected_since: dict[str, float],
+    lost: str | None,
+) -> None:
+    from conformance.run.health import nodes_lost, track_nodes
+
+    tracked = track_nodes(at_start, now_ready, since, now)
+    assert tracked == expected_since
+    found = nodes_lost(tracked, now)
+    assert (found.cause if found else None) == lost
+    if found is not None:
+        assert found.exit_code == 3 and found.what == "cluster"
+
+
+def test_the_watch_follows_the_nodes_it_started_with() -> None:
+    readiness = [{"n1": True, "n2": True}]
+    watch = Watch(None, None, None, nodes=lambda: readiness[0])
+    assert watch.check(T) is None  # the Nodes Ready now are the ones watched
+    readiness[0] = {"n1": True, "n2": False}
+    assert watch.check(T + 20) is None  # NotReady since now
+    assert watch.check(T + 25) is None  # not looked at again within NODE_EVERY
+    assert watch.check(T + 79) is None  # 59 s: within the grace
+    lost = watch.check(T + 90)
+    assert lost is not None and lost.cause.startswith("node n2 stopped being Ready")
