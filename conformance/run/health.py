@@ -9,8 +9,9 @@ checks, every :data:`INTERVAL` seconds, that:
 
 - the controller the harness runs (the reference, or an implementation started from a command) is
   still running; a restart a test asked for (:mod:`.restarts`) is not a death;
-- the API server answers (``/readyz``, a short timeout); it is lost after
-  :data:`API_GRACE` seconds of failures in a row (a restart the harness makes takes a few);
+- the API server answers (``GET /version``, a short timeout, no retries); it is lost after
+  :data:`API_GRACE` seconds of failures in a row (a restart the harness makes takes a few), once it
+  answered at least once (a probe that never worked says nothing about the server);
 - on the embedded cluster, no component (etcd, kube-controller-manager, kube-scheduler, kwok, a
   real node's kubelet or containerd) exited: its supervisor says so in the cluster's state;
 - every Node Ready when the watch started is still Ready, or was not Ready for less than
@@ -195,6 +196,7 @@ class Watch:
         self._restarting = threading.Lock()
         self._stop = threading.Event()
         self._failing_since: float | None = None
+        self._answered = False
         self.nodes = nodes
         self._ready_at_start: set[str] | None = None
         self._not_ready: dict[str, float] = {}
@@ -244,10 +246,11 @@ class Watch:
             try:
                 self.probe_api()
             except Exception as exc:
-                self._failing_since = self._failing_since or now
-                yield api_lost(self._failing_since, now, describe_failure(exc), self.server)
+                if self._answered:  # a probe that never worked is a broken probe, not a dead server
+                    self._failing_since = self._failing_since or now
+                    yield api_lost(self._failing_since, now, describe_failure(exc), self.server)
             else:
-                self._failing_since = None
+                self._answered, self._failing_since = True, None
         if self.nodes is not None and self._failing_since is None and now - self._nodes_seen >= NODE_EVERY:
             self._nodes_seen = now
             ready = self.nodes()
@@ -276,15 +279,16 @@ def node_readiness(kubeconfig: Any, context: str | None) -> Callable[[], dict[st
 
 
 def api_probe(kubeconfig: Any, context: str | None) -> tuple[Callable[[], None], str]:
-    """A probe of the API server's ``/readyz`` (one try, :data:`API_TIMEOUT`), and its address."""
-    from ..cluster.kube import api_client
+    """A probe of the API server (``GET /version``: one try, no retries, :data:`API_TIMEOUT`) and
+    its address."""
+    from kubernetes import client, config
 
-    client = api_client(kubeconfig, context)
-    client.configuration.retries = False
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(kubeconfig), context=context, client_configuration=configuration)  # type: ignore[no-untyped-call]
+    configuration.retries = False
+    version = client.VersionApi(client.ApiClient(configuration))
 
     def probe() -> None:
-        client.call_api(
-            "/readyz", "GET", _request_timeout=API_TIMEOUT, _preload_content=False, auth_settings=["BearerToken"]
-        )
+        version.get_code(_request_timeout=API_TIMEOUT)
 
-    return probe, str(client.configuration.host)
+    return probe, str(configuration.host)

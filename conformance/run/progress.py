@@ -18,7 +18,7 @@ file (``--progress-file``), each with an ``event``:
 :class:`RunProgress` turns the events into lines: ``[37/91] dns/services/recreated passed 3.1s``
 when a behaviour's last case finished (the counter counts behaviours, as it names them, against
 the behaviours the run selected), and, whenever nothing was printed for :data:`QUIET_SECONDS`, a
-``running`` line per behaviour running that long naming what it waits for and for how long. No
+``running`` line per behaviour running naming what it waits for and for how long. No
 estimate of the time left: slow behaviours run first and waits end early or at their deadline,
 so any average would mislead. The formatting and the reading are pure or file-only, so they are
 unit-tested without a cluster.
@@ -218,18 +218,18 @@ class RunProgress:
         self._running.clear()
 
     def quiet_lines(self) -> list[str]:
-        """Nothing printed for :data:`QUIET_SECONDS`: a line per behaviour running that long (at
+        """Nothing printed for :data:`QUIET_SECONDS`: a line per behaviour running, longest first (at
         most :data:`RUNNING_SHOWN`, then how many more), or one saying the pass is still going."""
         now = self.clock()
         if now - self._last_line < QUIET_SECONDS:
             return []
         self._last_line = now
-        slow = sorted((r for r in self._running.values() if now - r.since >= QUIET_SECONDS), key=lambda r: r.since)
+        slow = sorted(self._running.values(), key=lambda r: r.since)
         out = [running_line(r.bid, now - r.since, r.what, now - r.waiting_since, r.limit) for r in slow[:RUNNING_SHOWN]]
         if len(slow) > RUNNING_SHOWN:
             out.append(f"running: {len(slow) - RUNNING_SHOWN} more behaviours")
         if not out:
-            out.append(f"running: {self.done} of {self.total} behaviours done; the next is starting")
+            out.append(f"running: {self.done} of {self.total} behaviours done; no test has started since")
         return out
 
 

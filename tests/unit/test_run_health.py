@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -134,7 +135,15 @@ def test_the_watch_gives_the_api_server_its_grace() -> None:
     def refused() -> None:
         raise ConnectionRefusedError("Connection refused")
 
-    watch = Watch(None, refused, lambda: {"phase": "ready"}, server="https://127.0.0.1:1")
+    answers = [True]
+
+    def probe() -> None:
+        if not answers[0]:
+            refused()
+
+    watch = Watch(None, probe, lambda: {"phase": "ready"}, server="https://127.0.0.1:1")
+    assert watch.check(T - 1) is None  # it answered once
+    answers[0] = False
     assert watch.check(T) is None and watch.check(T + API_GRACE - 0.5) is None
     lost = watch.check(T + API_GRACE)
     assert lost is not None and lost.exit_code == 3 and "connection refused" in lost.cause
@@ -181,3 +190,67 @@ def test_the_watch_follows_the_nodes_it_started_with() -> None:
     assert watch.check(T + 79) is None  # 59 s: within the grace
     lost = watch.check(T + 90)
     assert lost is not None and lost.cause.startswith("node n2 stopped being Ready")
+
+
+VERSION = (
+    b'{"major": "1", "minor": "36", "gitVersion": "v1.36.3", "gitCommit": "x", "gitTreeState": "clean", '
+    b'"buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25", "compiler": "gc", "platform": "linux/amd64"}'
+)
+
+
+def _kubeconfig(tmp_path: Path, server: str) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters: [{{name: k, cluster: {{server: '{server}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    return path
+
+
+def test_the_api_probe_answers_and_fails_fast(tmp_path: Path) -> None:
+    """The probe against a real HTTP server: an answer is no exception; a closed port is a
+    'connection refused' at once (no retries)."""
+    import http.server
+    import socket
+    import threading
+
+    from conformance.run.health import api_probe
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(VERSION)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        probe, address = api_probe(_kubeconfig(tmp_path, f"http://127.0.0.1:{server.server_port}"), None)
+        probe()
+        assert address == f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    probe, _ = api_probe(_kubeconfig(tmp_path, f"http://127.0.0.1:{port}"), None)
+    started = time.monotonic()
+    with pytest.raises(Exception) as failed:
+        probe()
+    assert time.monotonic() - started < 5
+    assert describe_failure(failed.value) == "connection refused"
+
+
+def test_a_probe_that_never_worked_is_no_verdict() -> None:
+    def broken() -> None:
+        raise TypeError("call_api() got an unexpected keyword argument")
+
+    watch = Watch(None, broken, None)
+    assert all(watch.check(T + s) is None for s in (0, API_GRACE, 10 * API_GRACE))

@@ -186,7 +186,10 @@ def test_never_silent_for_more_than_fifteen_seconds() -> None:
     progress.lines([{"event": "waiting", "id": "core/slow", "nodeid": "n1", "what": "3 Pods Running", "seconds": 120,
                      "at": 1005.0}])  # fmt: skip
     now[0] = 1015.0
-    assert progress.quiet_lines() == ["running: core/slow for 15s, waiting 10s (of 2m00s) for 3 Pods Running"]
+    assert progress.quiet_lines() == [
+        "running: core/slow for 15s, waiting 10s (of 2m00s) for 3 Pods Running",
+        "running: core/fresh for 5s",
+    ]
     now[0] = 1020.0
     assert progress.quiet_lines() == []  # said 5 s ago
     now[0] = 1030.0
@@ -199,7 +202,7 @@ def test_never_silent_for_more_than_fifteen_seconds() -> None:
     assert progress.quiet_lines() == ["running: core/fresh for 35s"]
     progress.lines([_case("core/fresh", "n2", "passed", 35.0)])
     now[0] = 1061.0
-    assert progress.quiet_lines() == ["running: 2 of 5 behaviours done; the next is starting"]
+    assert progress.quiet_lines() == ["running: 2 of 5 behaviours done; no test has started since"]
 
 
 def test_at_most_a_few_running_lines() -> None:
