@@ -101,7 +101,9 @@ def ended(proc: subprocess.Popen[bytes], report_dir: Path) -> str:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    return terminal(report_dir)
+    shown = terminal(report_dir)
+    print(f"--- the run's terminal (exit {proc.returncode}), its end:\n{shown[-2500:]}\n---")
+    return shown
 
 
 def verified(report_dir: Path) -> dict[str, Any]:
