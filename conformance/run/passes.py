@@ -116,11 +116,11 @@ def _run_pass(
     tail, counter = ProgressTail(events), counter or RunProgress(0)
     counter.started()
 
-    def forward() -> None:
+    def forward(quiet_lines: bool = True) -> None:
         lines = counter.lines(tail.poll())
         for line in lines:
             progress(line)
-        for line in counter.quiet_lines():
+        for line in counter.quiet_lines() if quiet_lines else []:
             progress(line)
         if checkpoint is not None:
             if lines:
@@ -128,7 +128,7 @@ def _run_pass(
             checkpoint.maybe()
 
     def read(code: int) -> dict[str, Any]:
-        forward()
+        forward(quiet_lines=False)  # what is still running is over: no running line
         payload = _read_pass(results, pass_name, code, log)
         return _with_progress(payload, counter, pass_name)
 

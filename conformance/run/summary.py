@@ -58,6 +58,8 @@ def summary(report: Mapping[str, Any], paths: Sequence[str]) -> list[Line]:
         if check.get("result") == "missing":
             out.append(Line(f"  preflight {check['name']:28} {check['result']:8} {check.get('message', '')}"))
     for profile in report.get("profiles") or []:
+        if not any(v for k, v in profile["counts"].items() if k != "skipped-by-user"):
+            continue  # nothing of it was selected (--id, --feature): no verdict to read
         counts = ", ".join(f"{v} {k}" for k, v in profile["counts"].items() if v)
         out.append(Line(f"  profile {profile['profile']:20} {profile['verdict']:9} {counts}"))
     explained: set[str] = set()

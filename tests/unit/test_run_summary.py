@@ -57,11 +57,13 @@ def test_only_failed_preflight_checks_are_repeated_and_profiles_follow() -> None
         [],
         preflight=[{"name": "nodes-ready", "result": "ok", "message": "1/1"},
                    {"name": "garbage-collection", "result": "missing", "message": "no"}],
-        profiles=[{"profile": "Core", "verdict": "partial", "counts": {"passed": 3, "error": 1, "warning": 0}}],
+        profiles=[{"profile": "Core", "verdict": "partial", "counts": {"passed": 3, "error": 1, "warning": 0}},
+                  {"profile": "Plugins", "verdict": "partial", "counts": {"passed": 0, "skipped-by-user": 31}}],
     )  # fmt: skip
-    assert texts(data)[:2] == [
+    assert texts(data)[:3] == [  # Plugins: nothing of it selected, no line
         f"  preflight {'garbage-collection':28} {'missing':8} no",
         f"  profile {'Core':20} {'partial':9} 3 passed, 1 error",
+        "verdict: error; report: r/conformance-report.yaml",
     ]
 
 
