@@ -115,6 +115,13 @@ def verified(report_dir: Path) -> dict[str, Any]:
     return data
 
 
+def _done(report_dir: Path) -> int:
+    """How many behaviours the report on disk says are done (it is replaced atomically: always whole)."""
+    path = report_dir / "conformance-report.json"
+    progress = json.loads(path.read_text())["run"].get("progress") if path.is_file() else None
+    return int(progress["done"]) if progress else 0
+
+
 def descendants(pid: int, *words: str) -> list[psutil.Process]:
     try:
         found = psutil.Process(pid).children(recursive=True)
@@ -177,9 +184,10 @@ def test_sigterm_to_the_group_keeps_what_passed(cluster_name: str, tmp_path: Pat
 def test_a_killed_runner_leaves_a_valid_report_and_no_process(cluster_name: str, tmp_path: Path) -> None:
     proc = start(cluster_name, tmp_path, *SELECTION, workers=2)  # xdist workers too
     wait_for_a_pass(proc, tmp_path)
-    wait_for(
-        "the report written while the run goes on",
-        (tmp_path / "conformance-report.json").is_file,
+    wait_for(  # the report is rewritten at most every 5 s: the one on disk has the pass once written
+        "the report written while the run goes on, with a finished behaviour",
+        lambda: _done(tmp_path),
+        until=lambda done: done >= 1,
         timeout=60,
         give_up=ended_early(proc, tmp_path),
     )
