@@ -9,6 +9,7 @@ until a test of the run is under way, then breaks something the way it breaks in
   run`` does): the passed behaviours stay passed in the report, which says interrupted (exit 130);
 - SIGKILL of the runner alone: the report on disk (written as results arrived) is valid, marked
   interrupted with its progress, and the run's pytest processes are gone within seconds;
+- a run narrowed by ``--id`` whose selection passed: exit code 0;
 - SIGKILL of kube-apiserver (last: it breaks the cluster): one line names it, exit code 3.
 
 Every report left is checked by ``kthena-conformance report verify``.
@@ -201,6 +202,17 @@ def test_a_killed_runner_leaves_a_valid_report_and_no_process(cluster_name: str,
     assert report["run"]["interrupted"] is True and report["run"]["progress"]["done"] >= 1, report["run"]
     assert any(t["outcome"] == "passed" for t in report["tests"])
     print(f"runner SIGKILL: report {report['run']['progress']}; {len(suite)} processes gone within 10 s")
+
+
+def test_a_narrowed_run_whose_selection_passed_exits_0(cluster_name: str, tmp_path: Path) -> None:
+    """--id: the selected behaviour passed, so exit 0; the verdict line says what was judged."""
+    proc = start(cluster_name, tmp_path, "core/scale/*")
+    shown = ended(proc, tmp_path)
+    assert proc.returncode == 0, shown[-3000:]
+    assert "judged on the selection: success" in shown and "narrowed: Core (1 of" in shown, shown[-3000:]
+    report = verified(tmp_path)
+    assert report["exitCode"] == 0 and report["judged"]["verdict"] == "success"
+    print(f"narrowed run: exit {proc.returncode}; {shown.splitlines()[-1][:160]}")
 
 
 def test_a_killed_api_server_is_named_and_exits_3(cluster_name: str, tmp_path: Path) -> None:
