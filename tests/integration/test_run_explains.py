@@ -95,9 +95,9 @@ def wait_for_a_running_test(proc: subprocess.Popen[bytes], report_dir: Path) -> 
              give_up=ended_early(proc, report_dir))  # fmt: skip
 
 
-def ended(proc: subprocess.Popen[bytes], report_dir: Path) -> str:
+def ended(proc: subprocess.Popen[bytes], report_dir: Path, timeout: float = STOP_TIMEOUT) -> str:
     try:
-        proc.wait(timeout=STOP_TIMEOUT)
+        proc.wait(timeout=timeout)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -207,7 +207,7 @@ def test_a_killed_runner_leaves_a_valid_report_and_no_process(cluster_name: str,
 def test_a_narrowed_run_whose_selection_passed_exits_0(cluster_name: str, tmp_path: Path) -> None:
     """--id: the selected behaviour passed, so exit 0; the verdict line says what was judged."""
     proc = start(cluster_name, tmp_path, "core/scale/*")
-    shown = ended(proc, tmp_path)
+    shown = ended(proc, tmp_path, timeout=FIRST_TEST_TIMEOUT + 300)
     assert proc.returncode == 0, shown[-3000:]
     assert "judged on the selection: success" in shown and "narrowed: Core (1 of" in shown, shown[-3000:]
     report = verified(tmp_path)
