@@ -228,7 +228,9 @@ class RunProgress:
         out = [running_line(r.bid, now - r.since, r.what, now - r.waiting_since, r.limit) for r in slow[:RUNNING_SHOWN]]
         if len(slow) > RUNNING_SHOWN:
             out.append(f"running: {len(slow) - RUNNING_SHOWN} more behaviours")
-        if not out:
+        if not out and self.total and self.done >= self.total:
+            out.append(f"running: all {self.total} behaviours done; the pass is finishing (cleanup, results)")
+        elif not out:
             out.append(f"running: {self.done} of {self.total} behaviours done; no test has started since")
         return out
 

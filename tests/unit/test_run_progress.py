@@ -333,3 +333,11 @@ def test_a_pass_is_stopped_at_once_when_the_controller_dies(tmp_path: Path) -> N
     assert [r["id"] for r in payload["results"]] == ["core/scale/subresource-up"] and payload["fromProgress"] == 1
     assert any(line.startswith("stopping the parallel pass: the controller under test was killed by SIGKILL")
                for line in printed), printed  # fmt: skip
+
+
+def test_a_pass_that_is_finishing_says_so() -> None:
+    now = [0.0]
+    progress = RunProgress(1, clock=lambda: now[0])
+    progress.lines([_case("core/a", "n", "passed", 1.0)])
+    now[0] = 20.0
+    assert progress.quiet_lines() == ["running: all 1 behaviours done; the pass is finishing (cleanup, results)"]
