@@ -211,7 +211,7 @@ def run_command(
             click.echo(line)
         click.echo(f"{len(result.listing)} behaviour(s) selected{f' in shard {shard}' if shard else ''}", err=True)
         sys.exit(result.exit_code)
-    for closing in summary(report, [str(p) for p in result.paths]):
+    for closing in summary(report, [str(p) for p in result.paths], result.unwritten):
         if closing.error:
             click.secho(closing.text, fg="red", err=True)
         else:

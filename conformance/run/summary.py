@@ -1,12 +1,13 @@
-"""What ``run`` prints when it ends: the cause first, once, then the rest; pure, from the report.
+"""What ``run`` prints when it ends: the cause once, last before the verdict; pure, from the report.
 
 Why this module exists: a run that stopped on one cause printed one "not run" line per behaviour
 (47 for Core, 267 for a full run) before the error that explained them, and never the error's
-hint. Now the end of a run reads top-down as a person asks: what stopped it (``error: ...`` and
-``  -> hint``, with how many behaviours it left undecided), the preflight checks that failed (all
-of them were printed as they were known), each profile's verdict, one line per shared cause
-(:mod:`conformance.framework.causes`), the failures of their own, the notes, and the verdict with
-what the run was judged on (:mod:`conformance.framework.judged`).
+hint. Now the end of a run reads: the preflight checks that failed (all of them were printed as
+they were known), the verdict of each profile the run selected something of, one line per shared
+cause (:mod:`conformance.framework.causes`), the failures of their own, the notes, then, last
+before the verdict and so the first thing read, what stopped the run (``error: ...`` and
+``  -> hint``, with how many behaviours it left undecided: one line, not one per behaviour) and the
+interruption, and the verdict with what the run was judged on (:mod:`conformance.framework.judged`).
 """
 
 from __future__ import annotations
@@ -40,20 +41,13 @@ def _stopping_cause(error: Mapping[str, Any] | None, causes: Sequence[Mapping[st
     return None
 
 
-def summary(report: Mapping[str, Any], paths: Sequence[str]) -> list[Line]:
-    """The lines ``run`` prints at its end (see the module docstring). Pure."""
+def summary(report: Mapping[str, Any], paths: Sequence[str], unwritten: str | None = None) -> list[Line]:
+    """The lines ``run`` prints at its end (see the module docstring); ``unwritten`` says why no
+    report could be written (None: it was, at ``paths``). Pure."""
     out: list[Line] = []
     error = report.get("error")
     causes = list(report.get("causes") or [])
     folded = _stopping_cause(error, causes)
-    if error:
-        count = ""
-        if folded is not None:
-            n = len(causes[folded].get("behaviours") or [])
-            count = f" ({n} {'behaviour' if n == 1 else 'behaviours'} not decided)"
-        out.append(Line(f"error: {error['message']}{count}", error=True))
-        if error.get("hint"):
-            out.append(Line(f"  -> {error['hint']}", error=True))
     for check in report.get("preflight") or []:
         if check.get("result") == "missing":
             out.append(Line(f"  preflight {check['name']:28} {check['result']:8} {check.get('message', '')}"))
@@ -74,7 +68,23 @@ def summary(report: Mapping[str, Any], paths: Sequence[str]) -> list[Line]:
             out.append(Line(f"  {test['outcome']:15} {test['id']}: {str(test.get('message', ''))[:FAILURE_WIDTH]}"))
     for note in report.get("notes") or []:
         out.append(Line(f"  note: {str(note)[:NOTE_WIDTH]}"))
-    out.append(Line(f"verdict: {verdict_text(report)}; report: {', '.join(paths)}"))
+    if error:  # last but the verdict: what stopped the run, once, with how many behaviours it cost
+        count = ""
+        if folded is not None:
+            n = len(causes[folded].get("behaviours") or [])
+            count = f" ({n} {'behaviour' if n == 1 else 'behaviours'} not decided)"
+        out.append(Line(f"error: {error['message']}{count}", error=True))
+        if error.get("hint"):
+            out.append(Line(f"  -> {error['hint']}"))
+    run = report.get("run") or {}
+    if run.get("interrupted"):
+        out.append(Line(str(run.get("interruption") or "interrupted")))
+    if unwritten is not None:
+        if "no report could be written" not in str((error or {}).get("message")):
+            out.append(Line(f"error: {unwritten}", error=True))
+        out.append(Line(f"verdict: {verdict_text(report)} (exit code {report.get('exitCode')}); no report was written"))
+    else:
+        out.append(Line(f"verdict: {verdict_text(report)}; report: {', '.join(paths)}"))
     return out
 
 

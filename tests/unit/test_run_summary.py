@@ -38,7 +38,7 @@ def test_one_root_cause_is_one_line_with_its_count_and_hint() -> None:
         "  -> find why it stopped",
         "verdict: error; report: r/conformance-report.yaml",
     ]
-    assert [line.error for line in summary(data, [])][:2] == [True, True]
+    assert [line.error for line in summary(data, [])][:2] == [True, False]  # the error in red, its hint plain
 
 
 def test_an_interruption_is_one_cause_line_not_one_per_behaviour() -> None:
@@ -81,3 +81,16 @@ def test_only_failed_preflight_checks_are_repeated_and_profiles_follow() -> None
 )  # fmt: skip
 def test_verdict_text(data: dict[str, Any], text: str) -> None:
     assert verdict_text(data) == text
+
+
+def test_the_error_comes_last_before_the_verdict_and_an_unwritten_report_is_said() -> None:
+    tests = [test("core/f", "non-conformant", "expected 3 Pods, saw 2")]
+    data = report(tests, error={"message": "--report-dir r: no report could be written (No space left on device)"},
+                  exitCode=2, run={"interrupted": True, "interruption": "interrupted (SIGINT) while running"})  # fmt: skip
+    lines = [line.text for line in summary(data, [], "--report-dir r: no report could be written (No space left)")]
+    assert lines == [
+        "  non-conformant  core/f: expected 3 Pods, saw 2",
+        "error: --report-dir r: no report could be written (No space left on device)",
+        "interrupted (SIGINT) while running",
+        "verdict: error (exit code 2); no report was written",
+    ]
