@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from ..run.summary import summary
 from .base import _progress_printer, main, provider_options
 
 
@@ -153,8 +154,10 @@ def run_command(
 ) -> None:
     """Provision a cluster, deploy the implementation, run the suite, write the report.
 
-    Exit codes: 0 every selected profile succeeded; 1 a profile is failure, partial or not-run;
-    2 bad input; 3 the cluster or its preflight failed; 130 interrupted. The report
+    Exit codes: 0 every selected profile succeeded (a narrowed run: what it selected passed);
+    1 a profile is failure, partial or not-run, or the controller under test died; 2 bad input;
+    3 the cluster or its preflight failed, or the API server or another cluster component died
+    during the run; 130 interrupted. The report
     (REPORT_DIR/conformance-report.{yaml,json}), junit.xml and allure-results/ are written in
     every case.
     """
@@ -208,30 +211,9 @@ def run_command(
             click.echo(line)
         click.echo(f"{len(result.listing)} behaviour(s) selected{f' in shard {shard}' if shard else ''}", err=True)
         sys.exit(result.exit_code)
-    for check in report.get("preflight", []):
-        click.echo(f"  preflight {check['name']:28} {check['result']:8} {check['message']}", err=True)
-    for profile in report.get("profiles", []):
-        counts = ", ".join(f"{v} {k}" for k, v in profile["counts"].items() if v)
-        click.echo(f"  profile {profile['profile']:20} {profile['verdict']:9} {counts}", err=True)
-    explained = set()
-    for cause in report.get("causes", []):  # one line per shared cause, then the failures of their own
-        explained.update(cause["behaviours"])
-        click.echo(f"  cause ({len(cause['behaviours'])} behaviours): {cause['cause']}", err=True)
-    for test in report.get("tests", []):
-        if test["outcome"] in ("non-conformant", "warning", "error") and test["id"] not in explained:
-            click.echo(f"  {test['outcome']:15} {test['id']}: {test['message'][:300]}", err=True)
-    for note in report.get("notes", []):
-        click.echo(f"  note: {note[:500]}", err=True)
-    if report.get("error"):
-        click.secho(f"error: {report['error']['message']}", fg="red", err=True)
-        if report["error"].get("hint"):
-            click.echo(f"  -> {report['error']['hint']}", err=True)
-    if report["run"].get("interrupted"):
-        click.echo(f"{report['run'].get('interruption') or 'interrupted'}", err=True)
-    if result.unwritten is not None:
-        if "no report could be written" not in str(report.get("error", {}).get("message")):
-            click.secho(f"error: {result.unwritten}", fg="red", err=True)
-        click.echo(f"verdict: {report['verdict']} (exit code {result.exit_code}); no report was written", err=True)
-    else:
-        click.echo(f"verdict: {report['verdict']}; report: {', '.join(str(p) for p in result.paths)}", err=True)
+    for closing in summary(report, [str(p) for p in result.paths], result.unwritten):
+        if closing.error:
+            click.secho(closing.text, fg="red", err=True)
+        else:
+            click.echo(closing.text, err=True)
     sys.exit(result.exit_code)

@@ -10,7 +10,11 @@ writes):
 - a documented field the installed CRD lacks (preflight ``crd-documented-fields``): every failed
   behaviour the run blamed on it (:func:`..documented_fields.blame` wrote its message's prefix);
 - a feature none of whose behaviours passed, when at least :data:`MIN_FOR_FEATURE` of them ran:
-  the feature is missing or broken as a whole; the line quotes the first failure's message.
+  the feature is missing or broken as a whole; the line quotes the first failure's message;
+- what stopped the run (the controller under test or the API server gone, an interruption, a
+  failed deployment): every behaviour it left ``not run: <reason>`` or ``undecided: <reason> --
+  <what the test saw>`` (both written by the run, :func:`not_run` and :func:`undecided`) is under
+  one cause, first, so one root cause is one line with the number of behaviours it cost.
 
 Pure: report ``tests`` entries in, report ``causes`` entries out.
 """
@@ -20,21 +24,56 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .messages import short
+
 FAILED = ("non-conformant", "error", "warning")
 RAN = (*FAILED, "passed")
 MIN_FOR_FEATURE = 2
 CRD_PREFIX = "the installed CRD lacks "
+NOT_RUN = "not run: "
+UNDECIDED = "undecided: "
+UNDECIDED_SEP = " -- "
 QUOTED = 600
 
 
+def not_run(reason: str) -> str:
+    """The message of a behaviour ``reason`` kept from running."""
+    return f"{NOT_RUN}{reason}"
+
+
+def undecided(reason: str, message: str) -> str:
+    """The message of a behaviour that ended after ``reason`` made its outcome meaningless."""
+    return f"{UNDECIDED}{reason}{UNDECIDED_SEP}{message}"
+
+
+def stopped_by(message: str) -> str | None:
+    """The reason in a :func:`not_run` or :func:`undecided` message, else None. Pure."""
+    if message.startswith(NOT_RUN):
+        return message[len(NOT_RUN) :]
+    if message.startswith(UNDECIDED):
+        return message[len(UNDECIDED) :].split(UNDECIDED_SEP, 1)[0]
+    return None
+
+
 def causes(tests: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The shared causes of the failures among ``tests`` (report entries), CRD fields first."""
+    """The shared causes of the failures among ``tests`` (report entries): what stopped the run
+    first, then CRD fields, then features."""
     found: list[dict[str, Any]] = []
     explained: set[str] = set()
+    tests = list(tests)
+    by_reason: dict[str, list[str]] = {}
+    for t in tests:
+        reason = stopped_by(str(t.get("message", ""))) if t["outcome"] in FAILED else None
+        if reason is not None:
+            by_reason.setdefault(reason, []).append(t["id"])
+    for reason, ids in by_reason.items():
+        noun = "behaviour" if len(ids) == 1 else "behaviours"
+        found.append({"cause": f"{short(reason, QUOTED)} ({len(ids)} {noun} not decided)", "behaviours": ids})
+        explained.update(ids)
     by_field: dict[str, list[str]] = {}
     for t in tests:
         message = str(t.get("message", ""))
-        if t["outcome"] in FAILED and message.startswith(CRD_PREFIX):
+        if t["outcome"] in FAILED and message.startswith(CRD_PREFIX) and t["id"] not in explained:
             fields = message[len(CRD_PREFIX) :].split(" (preflight", 1)[0]
             by_field.setdefault(fields, []).append(t["id"])
     for fields, ids in by_field.items():
@@ -44,7 +83,7 @@ def causes(tests: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         explained.update(ids)
     by_feature: dict[str, list[Mapping[str, Any]]] = {}
     for t in tests:
-        if t["outcome"] in RAN and not str(t.get("message", "")).startswith("not run:"):  # an interrupted run's
+        if t["outcome"] in RAN and not str(t.get("message", "")).startswith(NOT_RUN):  # an interrupted run's
             by_feature.setdefault(str(t["feature"]), []).append(t)
     for feature, ran in by_feature.items():
         failed = [t for t in ran if t["outcome"] in FAILED and t["id"] not in explained]
@@ -64,5 +103,4 @@ def causes(tests: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _short(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= QUOTED else line[:QUOTED] + "..."
+    return short(text, QUOTED)

@@ -36,6 +36,7 @@ from markupsafe import Markup, escape
 
 from .evidence import directory_name
 from .exit_codes import MEANINGS
+from .messages import sentence
 from .report import PAGE_NAME, Report, ReportError, _atomic_write, _validated
 from .specmap import percent_text
 
@@ -52,6 +53,8 @@ OUTCOMES: Final = {
     "not-supported": "\u2205",  # empty set
     "skipped-by-user": "\u2013",  # en dash
 }
+#: The behaviours table lists these first, in this order (then the rest as the report lists them).
+FIRST: Final = {"non-conformant": 0, "error": 1, "warning": 2}
 #: Count keys as :func:`.outcomes.profile_verdict` writes them, with their column headings.
 COUNT_COLUMNS: Final = (
     ("passed", "passed"),
@@ -221,7 +224,7 @@ def _page(data: dict[str, Any], report_dir: Path) -> Page:
     exit_code = data.get("exitCode")
     overall_coverage, profile_coverage = coverage_of(data.get("coverage"))
     profile_rows = [_profile_row(p, profile_coverage) for p in data["profiles"]]
-    rows = [_row(t, report_dir) for t in data["tests"]]
+    rows = sorted((_row(t, report_dir) for t in data["tests"]), key=lambda r: FIRST.get(r.outcome, len(FIRST)))
     totals = {name: 0 for name in OUTCOMES}
     for row in rows:
         totals[row.outcome] = totals.get(row.outcome, 0) + 1
@@ -248,6 +251,17 @@ def _page(data: dict[str, Any], report_dir: Path) -> Page:
         facts.append(("Merged from", f"{len(shards)} shards: " + "; ".join(_shard(s) for s in shards)))
     if run.get("interrupted"):
         facts.append(("Interrupted", run.get("interruption") or "yes"))
+    progress = run.get("progress")
+    if isinstance(progress, Mapping) and not run.get("finishedAt"):
+        facts.append(
+            ("Written while running", f"{progress.get('done')} of {progress.get('selected')} behaviours done "
+             f"at {timestamp(progress.get('updatedAt', ''))}")
+        )  # fmt: skip
+    judged = data.get("judged")
+    if isinstance(judged, Mapping):
+        from .judged import judged_text
+
+        facts.append(("Judged on the selection", judged_text(dict(judged))))
     if overall_coverage is not None:
         facts.append(("Spec coverage", overall_coverage))
     timeouts = run.get("timeouts") or {}
@@ -287,7 +301,7 @@ def _page(data: dict[str, Any], report_dir: Path) -> Page:
         ],
         accelerators=data.get("accelerators"),
         notes=[str(n) for n in data["notes"]],
-        causes=[(str(c["cause"]), [str(b) for b in c["behaviours"]]) for c in data.get("causes") or []],
+        causes=[(sentence(str(c["cause"])), [str(b) for b in c["behaviours"]]) for c in data.get("causes") or []],
         error=data.get("error"),
         generated_by=f"{suite['name']} {suite['version']}",
         records=[
@@ -309,7 +323,7 @@ def _profile_row(p: dict[str, Any], coverage: dict[str, str]) -> ProfileRow:
 
 
 def _row(t: dict[str, Any], report_dir: Path) -> Row:
-    message = str(t.get("message") or "")
+    message = sentence(str(t.get("message") or ""))
     lines = message.splitlines()
     long = len(message) > LONG_MESSAGE_CHARS or len(lines) > LONG_MESSAGE_LINES
     head = lines[0] if lines else ""

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from . import lifetime, messages, waits
 from .capabilities import Capabilities, CapabilityFileError, effective_support, load_all
 from .catalog import Behaviour, register_markers
 from .features import SelectionError
@@ -152,6 +153,7 @@ def _state(config: pytest.Config) -> SuiteState:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    lifetime.die_with_parent()  # only under the runner, which names itself in the environment
     register_markers(config)
     config.stash[STATE] = SuiteState(config)
 
@@ -191,11 +193,42 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     # so every worker still collects one order.
     keep.sort(key=lambda item: not _slow(item))
     items[:] = keep
+    cases: dict[str, int] = {}
+    for item in keep:
+        b = behaviour_of(item)
+        if b is not None:
+            cases[b.id] = cases.get(b.id, 0) + 1
+    _append(state, {"event": "collected", "pass": state.pass_name, "cases": cases})
 
 
 def _slow(item: pytest.Item) -> bool:
     b = behaviour_of(item)
     return bool(b is not None and b.slow)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tell the run this test started, and make its waits say what they wait for (in the process
+    that runs it: an xdist worker or the only one)."""
+    state = _state(item.config)
+    if state.progress_file is None:
+        return
+    b = behaviour_of(item)
+    bid = b.id if b else item.nodeid
+    _append(state, {"event": "started", "id": bid, "nodeid": item.nodeid, "at": round(time.time(), 3)})
+
+    def told(what: str | None, seconds: float | None) -> None:
+        event: dict[str, Any] = {"event": "waiting" if what else "waited", "id": bid, "nodeid": item.nodeid}
+        if what:
+            event.update(what=what[:300], seconds=seconds)
+        _append(state, {**event, "at": round(time.time(), 3)})
+
+    waits.observe(told)
+
+
+@pytest.hookimpl(trylast=True)  # after the fixtures' cleanup, whose waits are the test's too
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    waits.observe(None)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -220,13 +253,15 @@ def pytest_runtest_makereport(
 
 
 def _message(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
+    """The failure in words: an API error as one sentence (:mod:`.messages`), never a header dump."""
+    plain = messages.readable(exc)
+    text = plain or str(exc).strip() or type(exc).__name__
     if not isinstance(exc, AssertionError):
-        text = f"{type(exc).__name__}: {text}"
+        text = text if plain else f"{type(exc).__name__}: {text}"
         frames = traceback.extract_tb(exc.__traceback__)[-1:]
         if frames:
             text += f" (at {Path(frames[0].filename).name}:{frames[0].lineno})"
-    return text[:2000]
+    return messages.sentence(text)[:2000]
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -257,12 +292,36 @@ def _progress(state: SuiteState, nodeid: str, entry: dict[str, Any]) -> None:
     if state.progress_file is None:
         return
     event = {
+        "event": "finished",
         "id": entry.get("behaviour") or nodeid,
+        "nodeid": nodeid,
         "pass": state.pass_name,
         "outcome": combine([Outcome(o) for o in entry["phases"]]).value,
         "duration": round(entry["duration"], 3),
-        "message": "; ".join(entry["messages"])[:2000],
+        "message": "; ".join(_messages(entry))[:4000],
+        "evidence": entry.get("evidence"),
+        "observed": entry.get(OBSERVED),
+        "at": round(time.time(), 3),
     }
+    _append(state, event)
+
+
+def _messages(entry: dict[str, Any]) -> list[str]:
+    """A finished test's messages, then its warnings, observations and where it ran."""
+    out = list(entry["messages"])
+    if entry.get(WARNINGS):
+        out.append(f"warnings: {entry[WARNINGS]}")
+    if entry.get(NOTES):
+        out.append(f"observed: {entry[NOTES]}")
+    if entry.get(OBSERVED):
+        out.append(f"ran: {entry[OBSERVED]}")
+    return out
+
+
+def _append(state: SuiteState, event: dict[str, Any]) -> None:
+    """One line on ``--progress-file`` (several processes append: one write each, O_APPEND)."""
+    if state.progress_file is None:
+        return
     try:
         with state.progress_file.open("a") as f:
             f.write(json.dumps(event) + "\n")
@@ -320,11 +379,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             continue
         if entry.get(WARNINGS):
             warnings[b.id] = str(entry[WARNINGS])
-            entry["messages"].append(f"warnings: {entry[WARNINGS]}")
-        if entry.get(NOTES):
-            entry["messages"].append(f"observed: {entry[NOTES]}")
-        if entry.get(OBSERVED):
-            entry["messages"].append(f"ran: {entry[OBSERVED]}")
         results.append(
             TestResult(
                 id=b.id,
@@ -332,7 +386,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 feature=b.feature,
                 outcome=combine([Outcome(o) for o in entry["phases"]]),
                 duration=round(entry["duration"], 3),
-                message="; ".join(entry["messages"])[:4000],
+                message="; ".join(_messages(entry))[:4000],
                 statement=b.statement,
                 spec=b.spec,
                 evidence=entry.get("evidence"),

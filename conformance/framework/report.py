@@ -97,6 +97,16 @@ class Selection(_Model):
         return not self.features and not self.ids
 
 
+class ProgressInfo(_Model):
+    """A report written while the run went on (``run.progress``): how far it had got. The run
+    rewrites its report as results arrive, marked interrupted until the last write, so a run
+    killed at any moment leaves a valid report of what completed."""
+
+    done: int = Field(ge=0)
+    selected: int = Field(ge=0)
+    updated_at: dt.datetime
+
+
 class RunInfo(_Model):
     id: str
     started_at: dt.datetime
@@ -110,6 +120,7 @@ class RunInfo(_Model):
     timeouts: dict[str, Any] = Field(default_factory=dict)
     shard: ShardInfo | None = None  # a sharded run (optional: older reports have none)
     shards: list[ShardRecord] | None = None  # a merged report (`report merge`): its shards
+    progress: ProgressInfo | None = None  # a report written while the run went on (optional)
 
 
 class PreflightCheck(_Model):
@@ -251,6 +262,20 @@ class CauseEntry(_Model):
     behaviours: list[str]
 
 
+class NarrowedProfile(_Model):
+    profile: str
+    selected: int = Field(ge=0)
+    of: int = Field(ge=0)
+
+
+class JudgedInfo(_Model):
+    """The verdict on what the run selected (:mod:`.judged`): the exit code follows it."""
+
+    verdict: Verdict
+    fully_run: list[str] = Field(default_factory=list)
+    narrowed: list[NarrowedProfile] = Field(default_factory=list)
+
+
 class Report(_Model):
     schema_version: Literal["conformance.kthena.io/report/v1"] = SCHEMA_VERSION
     kind: Literal["ConformanceReport"] = KIND
@@ -268,6 +293,7 @@ class Report(_Model):
     accelerators: AcceleratorsInfo | None = None
     coverage: CoverageInfo | None = None
     causes: list[CauseEntry] = Field(default_factory=list)
+    judged: JudgedInfo | None = None  # optional: older reports have none
 
     def as_data(self) -> dict[str, Any]:
         """Plain JSON-compatible data, camelCase keys: exactly what both files hold."""
@@ -423,7 +449,33 @@ def verify(path: Path, *, digest: str | None = None, catalog: Iterable[Behaviour
             f"overall verdict {report.verdict.value} is inconsistent: the profiles, preflight, error and "
             f"interruption give {expected.value}"
         )
+    if report.judged is not None and support is not None:
+        _judged_problems(report, results, support, preflight_ok, problems)
     return problems
+
+
+def _judged_problems(
+    report: Report, results: list[TestResult], support: Support, preflight_ok: bool, problems: list[str]
+) -> None:
+    """``judged`` (the verdict on the selection) recomputed from the tests."""
+    from .judged import judge
+
+    try:
+        profiles = [get_profile(p.profile) for p in report.profiles]
+    except SelectionError as exc:
+        problems.append(f"judged: {exc}")
+        return
+    expected = judge(
+        profiles,
+        results,
+        support,
+        preflight_ok=preflight_ok,
+        interrupted=report.run.interrupted,
+        error=report.error is not None,
+    )
+    seen = report.judged.model_dump(mode="json", by_alias=True) if report.judged else {}
+    if seen != expected:
+        problems.append(f"judged {seen} is inconsistent: the tests give {expected}")
 
 
 def _test_problems(report: Report, behaviours: dict[str, Behaviour], problems: list[str]) -> list[TestResult]:

@@ -3,15 +3,44 @@
 Nothing in the suite or the project's tests sleeps to synchronise. A wait names what it waits
 for, polls a condition until it holds or the deadline passes, and on timeout says what it last
 saw, so a failure reads as "waited 30s for pod x to be Ready; last seen: phase=Pending".
+
+A wait also says that it is waiting: :func:`observe` registers a callback told when a wait starts
+(what it waits for and its deadline) and ends. The suite's plugin uses it to tell the run what a
+slow behaviour is waiting for, so the terminal never sits silent (:mod:`conformance.run.progress`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 T = TypeVar("T")
+
+# Told ``(what, seconds)`` when a wait starts and ``(None, None)`` when it ends; never raises into a wait.
+WaitObserver = Callable[[str | None, float | None], None]
+_observers: list[WaitObserver] = []
+
+
+def observe(observer: WaitObserver | None) -> None:
+    """Make ``observer`` the one told about waits (``None``: nobody)."""
+    _observers[:] = [observer] if observer is not None else []
+
+
+def _tell(what: str | None, seconds: float | None) -> None:
+    for observer in _observers:
+        with contextlib.suppress(Exception):  # an observer is a convenience: it never breaks a wait
+            observer(what, seconds)
+
+
+@contextlib.contextmanager
+def _told(what: str, seconds: float) -> Iterator[None]:
+    _tell(what, seconds)
+    try:
+        yield
+    finally:
+        _tell(None, None)
 
 
 class WaitTimeout(AssertionError):
@@ -39,6 +68,19 @@ def wait_for(
     ``give_up(result, seconds waited)`` may end the wait before its deadline by saying why its
     outcome is already decided (:mod:`.early_stop`); the failure then quotes that reason.
     """
+    with _told(what, timeout):
+        return _wait(what, probe, until, timeout, interval, describe, give_up)
+
+
+def _wait(
+    what: str,
+    probe: Callable[[], T],
+    until: Callable[[T], bool],
+    timeout: float,
+    interval: float,
+    describe: Callable[[T], str] | None,
+    give_up: Callable[[T, float], str | None] | None,
+) -> T:
     started = time.monotonic()
     deadline = started + timeout
     last: object = "<never observed>"
@@ -85,14 +127,15 @@ def holds_for(
     the first observation is always checked; an exception from it counts as "not yet". Without the
     event the observation lasts the whole ``seconds``.
     """
-    deadline = time.monotonic() + seconds
-    while True:
-        value = probe()
-        if not check(value):
-            raise WaitTimeout(f"{what} stopped holding; seen: {_short(value)}")
-        if time.monotonic() >= deadline or (settled is not None and _true(settled)):
-            return value
-        time.sleep(interval)
+    with _told(f"{what} to keep holding", seconds):
+        deadline = time.monotonic() + seconds
+        while True:
+            value = probe()
+            if not check(value):
+                raise WaitTimeout(f"{what} stopped holding; seen: {_short(value)}")
+            if time.monotonic() >= deadline or (settled is not None and _true(settled)):
+                return value
+            time.sleep(interval)
 
 
 def _true(event: Callable[[], bool]) -> bool:

@@ -5,5 +5,8 @@ provision, deploy, preflight, passes, report) as a sequence of :mod:`.planning` 
 launch, dry run), :mod:`.passes` (the pytest subprocesses) and :mod:`.finish` (report, verdicts,
 exit code); :mod:`.preflight` what the cluster must provide before any test; :mod:`.accelerators`
 capability files, device node pools and fake-device faults; :mod:`.deploy` starting the reference
-controller. :mod:`conformance.runner` re-exports the public names for older importers.
+controller; :mod:`.progress` what the terminal shows while a pass runs; :mod:`.health` the watch on
+the controller, the API server and the cluster's components; :mod:`.checkpoint` the report
+rewritten as results arrive; :mod:`.summary` the closing lines. :mod:`conformance.runner`
+re-exports the public names for older importers.
 """

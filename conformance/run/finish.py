@@ -75,18 +75,19 @@ def _assemble(
 ) -> None:
     """Every selected profile's behaviours, as run or as the reason they were not (with a
     ``shard``, the behaviours ``owners`` gives other shards are skipped-by-user)."""
-    from ..framework.causes import causes
+    from ..framework.causes import causes, not_run, stopped_by
     from ..framework.documented_fields import blame
     from ..framework.features import PROFILES
+    from ..framework.judged import judge
     from ..framework.outcomes import Outcome, TestResult, Verdict, overall_verdict, profile_verdict
-    from ..framework.shard import other_shard_ids, own_verdict
 
     owners = owners or {}
 
     by_id: dict[str, TestResult] = {}
+    lost: Any = next((payload["lost"] for payload in passes if payload.get("lost") is not None), None)
     for payload in passes:
         for raw in payload.get("results", []):
-            r = TestResult.from_dict(raw)
+            r = _after_the_loss(TestResult.from_dict(raw), payload, lost)
             by_id[r.id] = merge_cases(by_id[r.id], r) if r.id in by_id else r
         if payload.get("interrupted"):
             data["run"]["interrupted"] = True
@@ -117,15 +118,17 @@ def _assemble(
                 outcome, message = Outcome.NOT_SUPPORTED, f"{lacking}: {support.reason(lacking)}"
             else:
                 outcome = Outcome.ERROR
-                message = (
-                    "not run: the run was interrupted"
+                message = not_run(
+                    lost.cause
+                    if lost is not None
+                    else str(data["run"].get("interruption") or "the run was interrupted")
                     if interrupted
-                    else f"not run: {data['error']['message']}"
+                    else data["error"]["message"]
                     if data.get("error")
-                    else "not run: its pass did not report it"
+                    else "its pass did not report it"
                 )
             found = TestResult(b.id, "", b.feature, outcome, 0.0, message, b.statement, b.spec, level=b.level)
-        prefix = blame(b.features, missing) if found.outcome in failed else ""
+        prefix = blame(b.features, missing) if found.outcome in failed and not stopped_by(found.message) else ""
         if prefix and not found.message.startswith(prefix):
             found.message = prefix + found.message
         tests.append(found)
@@ -140,14 +143,35 @@ def _assemble(
     # profiles' unrun tests add up to: the report's error and its verdict must agree.
     verdict = Verdict.ERROR if data.get("error") else overall_verdict(results, preflight_ok, interrupted)
     data["verdict"] = str(verdict)
-    if shard is not None:  # the other shards' skips make the report partial, not this shard's exit code
-        others = other_shard_ids(owners, shard)
-        verdict = own_verdict(profiles, tests, others, support, preflight_ok=preflight_ok, interrupted=interrupted)
+    # A narrowed run (--id, --feature, --skip-slow, a shard) is judged on what it selected: the
+    # behaviours skipped by the user make the report's profiles partial, not the exit code.
+    data["judged"] = judge(
+        profiles, tests, support, preflight_ok=preflight_ok, interrupted=interrupted, error=bool(data.get("error"))
+    )
+    verdict = Verdict(data["judged"]["verdict"])
     if result.exit_code == EXIT_OK:
         if interrupted:
             result.exit_code = EXIT_INTERRUPTED
         elif str(verdict) != "success":
             result.exit_code = EXIT_NONCONFORMANT
+
+
+# A test that failed this long before the run noticed what it depended on was gone failed of it too.
+LOSS_MARGIN = 5.0
+
+
+def _after_the_loss(r: Any, payload: dict[str, Any], lost: Any) -> Any:
+    """``r`` as it stands once the run knows what died (``lost``, :class:`.health.Lost`): a test that
+    did not pass and ended after the loss (``LOSS_MARGIN`` included) could not be decided."""
+    from ..framework.causes import undecided
+    from ..framework.outcomes import Outcome
+
+    if lost is None or r.outcome in (Outcome.PASSED, Outcome.NOT_SUPPORTED, Outcome.SKIPPED_BY_USER):
+        return r
+    at = payload.get("finishedAt", {}).get(r.nodeid)
+    if at is None or at < lost.at - LOSS_MARGIN:
+        return r
+    return dataclasses.replace(r, outcome=Outcome.ERROR, message=undecided(lost.cause, r.message))
 
 
 def _coverage(data: dict[str, Any], behaviours: list[Any], profiles: list[str]) -> None:

@@ -37,6 +37,7 @@ Exit codes: 0 every selected profile succeeded; 1 a profile is failure, partial 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -53,8 +54,10 @@ from ..cluster.registry import get_provider
 from ..cluster.spec import ClusterSpec, NodePool
 from . import credentials
 from .accelerators import device_pools, fake_device_faults, load_accelerators
+from .checkpoint import Checkpoint
 from .deploy import deploy_command, deploy_reference
 from .finish import RunResult, _assemble, _clean, _finish, _sweep, internal_error, interrupted, options_wait
+from .health import Watch
 from .launch import SETTLE_SECONDS, LaunchError, crds_of
 from .options import (
     EXIT_CLUSTER,
@@ -74,9 +77,9 @@ from .planning import (
     check_report_dir,
     dry_run_verdict,
 )
-from .preflight import preflight
+from .preflight import preflight, preflight_line
 from .prerequisites import installable
-from .progress import BehaviourCounter
+from .progress import RunProgress
 from .realnodes import ENV as REAL_NODES_ENV
 from .realnodes import PLAIN_POOL, asked_by_env, host_problem, plan_real_nodes
 from .restarts import RestartService
@@ -241,7 +244,7 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
                     "(no --implementation-ready-log pattern was given)"
                 )
         progress("running preflight checks")
-        checks = preflight(info)
+        checks = preflight(info, tell=lambda check: progress(preflight_line(check)))
         data["preflight"] = [c.as_dict() for c in checks]
         missing_fields = next((c.detail for c in checks if c.name == "crd-documented-fields" and c.detail), None)
         if missing_fields:
@@ -256,18 +259,31 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
         info_file = work / "cluster.json"
         info_file.write_text(info.to_json())
         base = _pytest_base(options, info, info_file, run_id, report_dir, controller_log)
-        counter = BehaviourCounter(len(selected))
+        counter = RunProgress(len(selected))
+        checkpoint = Checkpoint(
+            lambda: _write_draft(data, passes, counter, len(selected), behaviours, selection, support, shard, owners,
+                                 options.report_dir)
+        )  # fmt: skip
         with contextlib.ExitStack() as stack:
+            watch = stack.enter_context(_watch(controller, info, provider))
             if controller is not None:  # the harness runs it, so the harness restarts it on request
-                restarts = stack.enter_context(RestartService(work / "restarts", controller.restart))
+                restart = watch.restart_wrapper(controller.restart)
+                restarts = stack.enter_context(RestartService(work / "restarts", restart))
                 base += ["--controller-restart", json.dumps(restarts.command())]
             for pass_name in ("parallel", "serial"):
                 if not any(_in_pass(b, pass_name) for b in selected):
                     continue
                 progress(f"running the {pass_name} pass")
-                passes.append(_run_pass(base, pass_name, options, work, progress, counter))
+                passes.append(_run_pass(base, pass_name, options, work, progress, counter, watch, checkpoint))
+                lost = passes[-1].get("lost")
+                if lost is not None:
+                    data["error"] = lost.as_error()
+                    result.exit_code = lost.exit_code
+                    break
                 if passes[-1]["interrupted"]:
                     break
+        if checkpoint.failure:
+            data["notes"].append(f"the report could not be written while the run went on: {checkpoint.failure}")
     except KeyboardInterrupt as interruption:
         interrupted(data, result, interruption, "while running" if info is not None else "while the cluster started")
     except HarnessError as exc:
@@ -282,7 +298,14 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
                     _assemble(data, passes, behaviours, selection, support, result, shard=shard, owners=owners)
                 except Exception as exc:
                     internal_error(data, result, exc)
-                _sweep(info, run_id, options, data)
+                lost = next((p["lost"] for p in passes if p.get("lost") is not None), None)
+                if passes:  # the results are final now: on disk before the sweep, which may take minutes
+                    _write_now(data, result, options.report_dir)
+                if lost is not None and lost.what != "controller":
+                    data["notes"].append(f"this run's test namespaces were not swept: {lost.cause}")
+                else:  # without the controller, finalizers may keep them: ask, do not wait
+                    wait = lost is None and options.await_namespace_removal
+                    _sweep(info, run_id, dataclasses.replace(options, await_namespace_removal=wait), data)
         finally:
             if controller is not None:
                 controller.stop()
@@ -291,3 +314,55 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
                 provider.down(info.name)
             _finish(result, options, started)
     return result
+
+
+def _watch(controller: Any, info: ClusterInfo, provider: Any) -> Watch:
+    """The run's watch on what the tests depend on (:mod:`.health`): the controller the harness
+    runs, the API server, and on the embedded cluster its components (from its supervisor's state)."""
+    from .health import api_probe, node_readiness
+
+    try:
+        probe, server = api_probe(info.kubeconfig, info.context)
+        nodes: Any = node_readiness(info.kubeconfig, info.context)
+    except Exception:  # a kubeconfig the client cannot use for a probe: the tests will say so
+        probe, server, nodes = None, "", None
+    state = (lambda: provider.status(info.name)) if info.provider == "local" else None
+    return Watch(controller, probe, state, server=server, nodes=nodes)
+
+
+def _write_draft(
+    data: dict[str, Any],
+    passes: list[dict[str, Any]],
+    counter: RunProgress,
+    selected: int,
+    behaviours: list[Any],
+    selection: Any,
+    support: Any,
+    shard: Any,
+    owners: dict[str, int],
+    report_dir: Path,
+) -> None:
+    """The report as it stands while a pass runs (:mod:`.checkpoint`): what finished so far, the rest
+    not run, marked interrupted with the run's progress; written atomically."""
+    from ..framework import report
+    from ..framework.catalog import REGISTRY
+    from .checkpoint import partial_pass, provisional, results_from_progress
+
+    draft = provisional(data, counter.done, selected, dt.datetime.now(dt.UTC))
+    over = {p["pass"] for p in passes}
+    running = {n: e for n, e in counter.finished.items() if e.get("pass") not in over}
+    current = partial_pass(
+        str(next(iter(running.values()), {}).get("pass", "running")), results_from_progress(running, REGISTRY)
+    )
+    _assemble(draft, [*passes, current], behaviours, selection, support, RunResult(draft), shard=shard, owners=owners)
+    draft["exitCode"] = None
+    report.write(draft, report_dir)
+
+
+def _write_now(data: dict[str, Any], result: RunResult, report_dir: Path) -> None:
+    """The assembled report on disk at once (the run's last steps may take minutes); its files are
+    written again, complete, at the very end."""
+    from ..framework import report
+
+    with contextlib.suppress(Exception):  # the final write says what went wrong, if it does again
+        report.write({**data, "exitCode": result.exit_code}, report_dir)

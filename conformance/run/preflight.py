@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,14 +62,38 @@ def webhook_check(api: Any) -> Check:
     )
 
 
-def preflight(info: ClusterInfo, *, webhook: bool = True) -> list[Check]:
-    """What the cluster must provide before any ModelServing test can mean anything."""
+def preflight_line(check: Check) -> str:
+    """``preflight nodes-ready  ok  3/3 nodes Ready``: one check as the run prints it. Pure."""
+    return f"  preflight {check.name:28} {check.as_dict()['result']:8} {check.message}"
+
+
+class _Told(list[Check]):
+    """The checks so far, each told to ``tell`` as it is added (so the terminal shows it then)."""
+
+    def __init__(self, tell: Callable[[Check], None] | None) -> None:
+        super().__init__()
+        self._tell = tell
+
+    def append(self, check: Check) -> None:
+        super().append(check)
+        if self._tell is not None:
+            self._tell(check)
+
+    def __iadd__(self, checks: Iterable[Check]) -> _Told:  # type: ignore[override,misc]
+        for check in checks:
+            self.append(check)
+        return self
+
+
+def preflight(info: ClusterInfo, *, webhook: bool = True, tell: Callable[[Check], None] | None = None) -> list[Check]:
+    """What the cluster must provide before any ModelServing test can mean anything; ``tell``
+    hears each check as soon as it is known."""
     from kubernetes import client
 
     from ..cluster.kube import api_client
 
     api = api_client(info.kubeconfig, info.context)
-    checks = []
+    checks = _Told(tell)
     nodes: list[Any] = client.CoreV1Api(api).list_node().items
     ready = [
         n.metadata.name

@@ -16,12 +16,14 @@ from conformance.run.options import RunOptions
 from conformance.run.passes import _run_pass
 from conformance.run.progress import (
     MESSAGE_WIDTH,
-    BehaviourCounter,
+    RUNNING_SHOWN,
     ProgressTail,
+    RunProgress,
     behaviour_line,
-    eta_text,
+    clock_text,
     parse_events,
     profile_lines,
+    running_line,
 )
 
 ALL = ["Core", "Plugins", "Accelerators"]
@@ -114,36 +116,103 @@ def test_the_tail_returns_complete_lines_once(tmp_path: Path) -> None:
 
 
 def test_the_counter_numbers_over_the_whole_run() -> None:
-    counter = BehaviourCounter(3)
+    counter = RunProgress(3)
     first = counter.lines([{"id": "a", "outcome": "passed", "duration": 1}])
     second = counter.lines([{"id": "b", "outcome": "passed", "duration": 1}, {"id": "c", "outcome": "passed"}])
     assert [line.split()[0] for line in first + second] == ["[1/3]", "[2/3]", "[3/3]"]
     assert counter.lines([{"id": "d", "outcome": "passed"}])[0].startswith("[4/4]")  # never [4/3]
 
 
+def test_the_counter_counts_behaviours_not_cases() -> None:
+    """A parametrized behaviour's line comes once all its cases finished, with the worst outcome."""
+    progress = RunProgress(2)
+    assert progress.lines([{"event": "collected", "cases": {"core/p": 2, "core/q": 1}}]) == []
+    assert progress.lines([_case("core/p", "core/p[a]", "passed", 1.0)]) == []
+    assert progress.lines([_case("core/q", "core/q", "passed", 2.0)]) == ["[1/2] core/q passed 2.0s"]
+    assert progress.lines([_case("core/p", "core/p[b]", "non-conformant", 1.5, "call: boom")]) == [
+        "[2/2] core/p non-conformant 2.5s: call: boom"
+    ]
+    assert progress.done == 2 and set(progress.finished) == {"core/p[a]", "core/p[b]", "core/q"}
+
+
+def test_a_behaviour_whose_cases_did_not_all_report_is_flushed_at_the_end() -> None:
+    progress = RunProgress(1)
+    progress.lines([{"event": "collected", "cases": {"core/p": 3}}, _case("core/p", "core/p[a]", "passed", 1)])
+    assert progress.flush() == ["[1/1] core/p passed 1.0s"]
+    assert progress.flush() == []
+
+
+def _case(bid: str, nodeid: str, outcome: str, duration: float, message: str = "") -> dict[str, Any]:
+    return {"event": "finished", "id": bid, "nodeid": nodeid, "outcome": outcome, "duration": duration,
+            "message": message}  # fmt: skip
+
+
 @pytest.mark.parametrize(
-    ("elapsed", "done", "total", "expected"),
+    ("seconds", "expected"),
     [
-        pytest.param(10.0, 4, 100, "", id="too-early"),
-        pytest.param(10.0, 5, 5, "", id="none-left"),
-        pytest.param(10.0, 5, 10, ", ~10s left", id="seconds"),
-        pytest.param(60.0, 10, 30, ", ~2m left", id="minutes"),
-        pytest.param(0.01, 10, 11, ", ~1s left", id="at-least-a-second"),
+        pytest.param(0, "0s", id="zero"),
+        pytest.param(42.9, "42s", id="seconds"),
+        pytest.param(65, "1m05s", id="minutes"),
+        pytest.param(3720, "1h02m", id="hours"),
+        pytest.param(-3, "0s", id="negative"),
     ],
 )
-def test_eta_text(elapsed: float, done: int, total: int, expected: str) -> None:
-    assert eta_text(elapsed, done, total) == expected
+def test_clock_text(seconds: float, expected: str) -> None:
+    assert clock_text(seconds) == expected
 
 
-def test_the_counter_estimates_the_time_left_from_its_pace() -> None:
+@pytest.mark.parametrize(
+    ("what", "waited", "limit", "expected"),
+    [
+        pytest.param(None, 0, None, "running: core/x for 1m05s", id="not waiting"),
+        pytest.param("Pods to be Ready", 42, 120, "running: core/x for 1m05s, waiting 42s (of 2m00s) for Pods to be "
+                     "Ready", id="waiting"),
+        pytest.param("it", 3, None, "running: core/x for 1m05s, waiting 3s for it", id="no deadline known"),
+    ],
+)  # fmt: skip
+def test_running_line(what: str | None, waited: float, limit: float | None, expected: str) -> None:
+    assert running_line("core/x", 65, what, waited, limit) == expected
+
+
+def test_never_silent_for_more_than_fifteen_seconds() -> None:
+    """Silence is broken every QUIET_SECONDS by what each slow behaviour is waiting for."""
+    now = [1000.0]
+    progress = RunProgress(5, clock=lambda: now[0])
+    progress.started()
+    progress.lines([{"event": "started", "id": "core/slow", "nodeid": "n1", "at": 1000.0}])
+    progress.lines([{"event": "started", "id": "core/fresh", "nodeid": "n2", "at": 1010.0}])
+    now[0] = 1010.0
+    assert progress.quiet_lines() == []  # 10 s of silence: nothing yet
+    progress.lines([{"event": "waiting", "id": "core/slow", "nodeid": "n1", "what": "3 Pods Running", "seconds": 120,
+                     "at": 1005.0}])  # fmt: skip
+    now[0] = 1015.0
+    assert progress.quiet_lines() == [
+        "running: core/slow for 15s, waiting 10s (of 2m00s) for 3 Pods Running",
+        "running: core/fresh for 5s",
+    ]
+    now[0] = 1020.0
+    assert progress.quiet_lines() == []  # said 5 s ago
+    now[0] = 1030.0
+    progress.lines([{"event": "waited", "id": "core/slow", "nodeid": "n1", "at": 1029.0}])
+    assert progress.quiet_lines() == ["running: core/slow for 30s", "running: core/fresh for 20s"]
+    progress.lines([_case("core/slow", "n1", "passed", 30.0)])  # a line: the silence starts again
+    now[0] = 1040.0
+    assert progress.quiet_lines() == []
+    now[0] = 1045.0
+    assert progress.quiet_lines() == ["running: core/fresh for 35s"]
+    progress.lines([_case("core/fresh", "n2", "passed", 35.0)])
+    now[0] = 1061.0
+    assert progress.quiet_lines() == ["running: 2 of 5 behaviours done; no test has started since"]
+
+
+def test_at_most_a_few_running_lines() -> None:
     now = [0.0]
-    counter = BehaviourCounter(10, clock=lambda: now[0])
-    lines = []
-    for i in range(6):
-        now[0] += 4.0
-        lines += counter.lines([{"id": f"t{i}", "outcome": "passed", "duration": 4}])
-    assert lines[3].startswith("[ 4/10] t3")
-    assert lines[4].startswith("[ 5/10, ~20s left] t4") and lines[5].startswith("[ 6/10, ~16s left] t5")
+    progress = RunProgress(9, clock=lambda: now[0])
+    progress.lines([{"event": "started", "id": f"core/t{i}", "nodeid": f"n{i}", "at": float(i)} for i in range(6)])
+    now[0] = 100.0
+    lines = progress.quiet_lines()
+    assert [line.split()[1] for line in lines[:RUNNING_SHOWN]] == [f"core/t{i}" for i in range(RUNNING_SHOWN)]
+    assert lines[RUNNING_SHOWN:] == [f"running: {6 - RUNNING_SHOWN} more behaviours"]
 
 
 FAKE_PASS = """
@@ -162,7 +231,7 @@ sys.exit(1)
 
 def test_a_pass_forwards_each_finished_behaviour_and_keeps_its_log(tmp_path: Path) -> None:
     printed: list[str] = []
-    counter = BehaviourCounter(2)
+    counter = RunProgress(2)
     payload = _run_pass(
         [sys.executable, "-c", FAKE_PASS], "parallel", RunOptions(workers=1), tmp_path, printed.append, counter
     )
@@ -178,12 +247,97 @@ def test_the_plugin_appends_one_line_per_finished_test(tmp_path: Path) -> None:
     plugin._progress(state, "suites/core/test_x.py::test_y", {"phases": ["passed", "passed", "passed"],
                      "messages": [], "duration": 0.5, "behaviour": "core/x"})  # fmt: skip
     plugin._progress(state, "suites/core/test_x.py::test_z", {"phases": ["passed", "non-conformant", "passed"],
-                     "messages": ["call: boom"], "duration": 2.0})  # fmt: skip
+                     "messages": ["call: boom"], "duration": 2.0, "warnings": "w1"})  # fmt: skip
     events = [json.loads(line) for line in path.read_text().splitlines()]
+    for event in events:
+        assert isinstance(event.pop("at"), float)
     assert events == [
-        {"id": "core/x", "pass": "serial", "outcome": "passed", "duration": 0.5, "message": ""},
-        {"id": "suites/core/test_x.py::test_z", "pass": "serial", "outcome": "non-conformant", "duration": 2.0,
-         "message": "call: boom"},
+        {"event": "finished", "id": "core/x", "nodeid": "suites/core/test_x.py::test_y", "pass": "serial",
+         "outcome": "passed", "duration": 0.5, "message": "", "evidence": None, "observed": None},
+        {"event": "finished", "id": "suites/core/test_x.py::test_z", "nodeid": "suites/core/test_x.py::test_z",
+         "pass": "serial", "outcome": "non-conformant", "duration": 2.0, "message": "call: boom; warnings: w1",
+         "evidence": None, "observed": None},
     ]  # fmt: skip
     silent = cast(plugin.SuiteState, SimpleNamespace(progress_file=None, pass_name="serial"))
     plugin._progress(silent, "n", {"phases": ["passed"], "messages": [], "duration": 0.0})  # no file: nothing
+
+
+def test_a_wait_tells_the_plugin_what_it_waits_for(tmp_path: Path) -> None:
+    """wait_for and holds_for tell their observer when they start and end (the plugin writes it)."""
+    from conformance.framework import waits
+
+    seen: list[tuple[str | None, float | None]] = []
+    waits.observe(lambda what, seconds: seen.append((what, seconds)))
+    try:
+        waits.wait_for("the thing", lambda: True, timeout=5)
+        waits.holds_for("the other", lambda: 1, lambda v: v == 1, seconds=0.01)
+        with pytest.raises(waits.WaitTimeout):
+            waits.wait_for("never", lambda: False, timeout=0.01, interval=0.005)
+    finally:
+        waits.observe(None)
+    assert seen == [("the thing", 5), (None, None), ("the other to keep holding", 0.01), (None, None),
+                    ("never", 0.01), (None, None)]  # fmt: skip
+
+    def broken(what: str | None, seconds: float | None) -> None:
+        raise RuntimeError("a broken observer")
+
+    waits.observe(broken)  # a broken observer never breaks a wait
+    try:
+        assert waits.wait_for("x", lambda: 3, timeout=1) == 3
+    finally:
+        waits.observe(None)
+
+
+SLOW_PASS = """
+import json, sys, time
+args = sys.argv[1:]
+progress = args[args.index("--progress-file") + 1]
+def say(event):
+    with open(progress, "a") as f:
+        f.write(json.dumps(event) + "\\n")
+say({"event": "finished", "id": "core/scale/subresource-up", "nodeid": "n0", "pass": "parallel", "outcome": "passed", "duration": 1.0,
+     "message": "", "at": time.time()})
+say({"event": "started", "id": "core/t1", "nodeid": "n1", "at": time.time()})
+time.sleep(120)  # never writes its results file: stopped, or killed
+"""
+
+
+def test_a_pass_is_stopped_at_once_when_the_controller_dies(tmp_path: Path) -> None:
+    """A watch that finds the controller gone stops the pass (Ctrl-C, then SIGKILL after the grace)
+    and the pass's results come from its progress file."""
+    import subprocess
+    import time
+
+    from conformance.run import passes
+    from conformance.run.health import Watch
+
+    controller = SimpleNamespace(
+        process=subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]), log=None
+    )
+    printed: list[str] = []
+    old = passes.LOST_GRACE
+    passes.LOST_GRACE = 2.0
+    try:
+        with Watch(controller, None, None, interval=0.1) as watch:
+            controller.process.kill()
+            started = time.monotonic()
+            payload = _run_pass(
+                [sys.executable, "-c", SLOW_PASS], "parallel", RunOptions(workers=1), tmp_path, printed.append,
+                RunProgress(2), watch,
+            )  # fmt: skip
+    finally:
+        passes.LOST_GRACE = old
+        controller.process.wait()
+    assert time.monotonic() - started < 30
+    assert payload["lost"].what == "controller" and "crashed" not in payload
+    assert [r["id"] for r in payload["results"]] == ["core/scale/subresource-up"] and payload["fromProgress"] == 1
+    assert any(line.startswith("stopping the parallel pass: the controller under test was killed by SIGKILL")
+               for line in printed), printed  # fmt: skip
+
+
+def test_a_pass_that_is_finishing_says_so() -> None:
+    now = [0.0]
+    progress = RunProgress(1, clock=lambda: now[0])
+    progress.lines([_case("core/a", "n", "passed", 1.0)])
+    now[0] = 20.0
+    assert progress.quiet_lines() == ["running: all 1 behaviours done; the pass is finishing (cleanup, results)"]

@@ -764,3 +764,19 @@ def test_shard_and_merged_run_facts(tmp_path: Path) -> None:
     assert facts(parse(render(merged, tmp_path)).one(id="run").one("dl"))["Merged from"] == (
         "2 shards: 1/2 run-a: success, exit 0, 2 behaviours; 2/2 run-b: error, 0 behaviours (no <cluster>)"
     )
+
+
+def test_failures_come_first_and_messages_are_sentences(tmp_path: Path) -> None:
+    """Non-conformant, then error, then warning rows, then the rest in the report's order; an API
+    error quoted in a message or a cause shows without its HTTP headers."""
+    data = sample(MIXED)
+    headers = "(500)\nReason: Internal Server Error\nHTTP response headers: HTTPHeaderDict({'Audit-Id': 'x'})\n"
+    data["tests"][3]["message"] = headers + 'HTTP response body: {"message": "webhook down"}\n'
+    data["causes"] = [{"cause": "feature X: the first: " + headers, "behaviours": ["plugins/framework/order"]}]
+    doc = parse(render(data, tmp_path))
+    order = [r.attrs["data-outcome"] for r in doc.find_all("tr", data_behaviour=True)]
+    ranks = {"non-conformant": 0, "error": 1, "warning": 2}
+    assert order == sorted(order, key=lambda o: ranks.get(o, 3)), order
+    page = doc.text()
+    assert "HTTP response headers" not in page and "Audit-Id" not in page
+    assert "HTTP 500 Internal Server Error: webhook down" in page
