@@ -732,6 +732,15 @@ FAULTS: dict[str, str] = {
         "the AutoscalingPolicy CRD carries no default (tolerancePercent, the stable and panic policies' fields, a pod "
         "metric source's uri and port, costExpansionRatePercent): omitted fields are stored omitted"
     ),
+    # issue 31 (section 5): a scale-down under a partition removes the units outside the partition first
+    "scale-down-ignores-partition": (
+        "lowering spec.replicas removes ServingGroups by readiness, pod-deletion-cost and ordinal alone, so a "
+        "partition-protected group can go while an updated group outside the partition is kept"
+    ),
+    "role-scale-down-ignores-partition": (
+        "under RoleRollingUpdate, lowering a Role's replicas removes instances by readiness, pod-deletion-cost and "
+        "index alone, so a partition-protected instance can go while an updated one outside the partition is kept"
+    ),
 }
 
 

@@ -342,6 +342,9 @@ CAUGHT_BY: dict[str, list[str]] = {
     "lws-worker-replicas-equal-size": ["lws/convert/size-three-layout"],
     "lws-plugins-rederived": ["lws/convert/plugins-stable-on-size-change"],
     "autoscaling-crd-no-defaults": ["autoscaling/admission/documented-defaults"],
+    # issue 31, section 5: a scale-down under a partition keeps the protected replicas on their template
+    "scale-down-ignores-partition": ["rollout/sg/partition-scale-down-keeps-protected"],
+    "role-scale-down-ignores-partition": ["rollout/role/partition-scale-down-keeps-protected"],
 }
 
 # Faults only a running container shows (real nodes): their variants run in
