@@ -18,7 +18,7 @@ from conformance.cluster.faults import Fault
 from conformance.framework import realnodes
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
-from conformance.framework.modelserving import ModelServings
+from conformance.framework.modelserving import ModelServings, container_of
 
 from .single_pod_groups import V1, V2, partitioned, roll_to, start
 
@@ -45,7 +45,7 @@ def _expect_counters(ms: ModelServings, want: dict[str, int], what: str) -> None
 
 
 def _pod_on(ms: ModelServings, image: str) -> str:
-    return str(next(p.metadata.name for p in ms.pods(NAME) if p.spec.containers[0].image == image))
+    return str(next(p.metadata.name for p in ms.pods(NAME) if container_of(p).image == image))
 
 
 @behaviour(
@@ -70,7 +70,7 @@ def test_counters_with_an_unready_servinggroup(
         if real is None:
             faults.inject(ms.ns, victim, Fault.CLEAR if ready else Fault.NOT_READY)
         else:
-            realnodes.set_ready(ms.kube.core, ms.ns, victim, pod.spec.containers[0].name, ready=ready)
+            realnodes.set_ready(ms.kube.core, ms.ns, victim, container_of(pod).name, ready=ready)
 
     set_ready(False)
     counters = {"replicas": 3, "availableReplicas": 2, "updatedReplicas": 3, "currentReplicas": 3}
