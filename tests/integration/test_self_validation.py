@@ -87,13 +87,13 @@ CAUGHT_BY: dict[str, list[str]] = {
     "container-resources-dropped": ["core/pods/template-carried", "gang/podgroup/min-resources"],
     "template-scheduler-name-wins": ["core/pods/scheduler-name"],
     "available-counts-unready": ["core/status/counters-unready", "rollout/status/counters-partition"],
-    "current-revision-is-update": ["core/revisions/current-revision", "rollout/status/counters-partition"],
+    "current-revision-is-update": ["core/revisions/current-revision", "rollout/status/current-replicas-partition"],
     "no-status-at-zero-replicas": ["core/status/zero-replicas"],
     "emptied-group-wedged": [
         "core/recovery/servinggroup-recreate-delete-all-repeated",
         "dns/recovery/servinggroup-recreate-delete-all-repeated",
     ],
-    "replicas-in-revision": ["core/revisions/scaling-keeps-revision"],
+    "replicas-in-revision": ["core/revisions/role-scaling-keeps-revision"],
     "revision-not-owned": ["core/revisions/update-revision"],
     "revision-history-unbounded": ["core/revisions/history-limit-prunes"],
     "live-revision-pruned": ["core/revisions/live-revisions-kept"],
@@ -342,6 +342,9 @@ CAUGHT_BY: dict[str, list[str]] = {
     "lws-worker-replicas-equal-size": ["lws/convert/size-three-layout"],
     "lws-plugins-rederived": ["lws/convert/plugins-stable-on-size-change"],
     "autoscaling-crd-no-defaults": ["autoscaling/admission/documented-defaults"],
+    # issue 31, section 1: currentReplicas at the current revision is SHOULD (caught as a warning)
+    "current-replicas-counts-all": ["rollout/status/current-replicas-partition"],
+    "status-revision-counts-replicas": ["core/revisions/scaling-keeps-revision"],
     # issue 31, section 5: a scale-down under a partition keeps the protected replicas on their template
     "scale-down-ignores-partition": ["rollout/sg/partition-scale-down-keeps-protected"],
     "role-scale-down-ignores-partition": ["rollout/role/partition-scale-down-keeps-protected"],

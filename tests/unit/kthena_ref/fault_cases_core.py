@@ -86,6 +86,15 @@ def probe_current_revision() -> tuple[int, bool]:
     return status.current_replicas, status.current_revision == status.update_revision
 
 
+def probe_update_revision_after_scaling() -> bool:
+    """1 ServingGroup scaled to 2, converged: whether status.updateRevision stayed the same."""
+    w = world(MS().replicas(1).role("r", 1, 0).build())
+    before = w.plan().status["updateRevision"]
+    w.ms = edit_spec(w.ms, lambda spec: spec.update(replicas=2))
+    w.converge()
+    return bool(w.plan().status["updateRevision"] == before)
+
+
 def probe_status_written() -> tuple[bool, bool]:
     """Whether the executor writes a status for spec.replicas 0 and for spec.replicas 1."""
 
@@ -197,7 +206,21 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
         ("enums-not-validated",),
     ),
     ("available-counts-unready", probe_available_unready, 1, 2, ("stale-available-replicas",)),
-    ("current-revision-is-update", probe_current_revision, (1, False), (2, True), ("partition-ignored",)),
+    (
+        "current-revision-is-update",
+        probe_current_revision,
+        (1, False),
+        (2, True),
+        ("partition-ignored", "current-replicas-counts-all"),
+    ),
+    (
+        "current-replicas-counts-all",
+        lambda: probe_current_revision()[0],
+        1,
+        3,
+        ("partition-ignored", "current-revision-is-update"),
+    ),
+    ("status-revision-counts-replicas", probe_update_revision_after_scaling, True, False, ()),
     ("no-status-at-zero-replicas", probe_status_written, (True, True), (False, True), ()),
     (
         "emptied-group-wedged",
