@@ -18,7 +18,7 @@ import hashlib
 import json
 from typing import Any
 
-from .. import faults
+from .. import faults, variations
 from ..api.types import API_VERSION, KIND, ModelServing, Role
 from .names import (
     ANNOTATION_PODGROUP,
@@ -112,6 +112,8 @@ def build_pod(ms: ModelServing, roles: list[Role], revision: str, pid: PodId, *,
         spec.pop("resourceClaims", None)
         for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
             (container.get("resources") or {}).pop("claims", None)
+    if variations.active("sidecar-first"):  # the implementation's own container, first (a conformant choice)
+        spec["containers"] = [variations.sidecar(), *(spec.get("containers") or [])]
     env = {"GROUP_SIZE": str(role.worker_replicas + 1), "WORKER_INDEX": str(pid.k)}
     if faults.active("wrong-group-size"):
         env["GROUP_SIZE"] = str(role.worker_replicas)
