@@ -404,10 +404,19 @@ class ModelServings:
         return {p.metadata.name: p.metadata.uid for p in self.pods(name)}
 
     def events(self, name: str) -> list[Any]:
-        """Events about the ModelServing (core/v1, as ``kubectl describe`` shows them)."""
+        """Events about the ModelServing or about one of its Pods (core/v1): the spec names Events
+        ("reports ... via Kubernetes Events") without fixing their involved object, and an
+        implementation may report an update of a Pod on that Pod."""
         items = self.kube.core.list_namespaced_event(self.ns).items
-        return [e for e in items if e.involved_object and e.involved_object.name == name
-                and e.involved_object.kind == KIND]  # fmt: skip
+        about = [e for e in items if e.involved_object is not None]
+        mine = [e for e in about if e.involved_object.kind == KIND and e.involved_object.name == name]
+        if any(e.involved_object.kind == "Pod" for e in about):
+            try:
+                pods = {p.metadata.name for p in self.pods(name)}
+            except Exception:  # the ModelServing is gone: Events about it still count
+                pods = set()
+            mine += [e for e in about if e.involved_object.kind == "Pod" and e.involved_object.name in pods]
+        return mine
 
     def services(self) -> dict[str, Any]:
         return {s.metadata.name: s for s in self.kube.core.list_namespaced_service(self.ns).items}
