@@ -739,6 +739,9 @@ FAULTS: dict[str, str] = {
     "status-revision-counts-replicas": (
         "status.updateRevision names spec.replicas too (the revision reported changes when ServingGroups are scaled)"
     ),
+    "eviction-budget-too-strict": (
+        "the ServingGroup eviction budget refuses an Eviction that would leave exactly minAvailable ready ServingGroups"
+    ),
     # issue 31 (section 5): a scale-down under a partition removes the units outside the partition first
     "scale-down-ignores-partition": (
         "lowering spec.replicas removes ServingGroups by readiness, pod-deletion-cost and ordinal alone, so a "

@@ -142,6 +142,8 @@ def _decide(
         }
         after = len(ready - {me.pid.ordinal})
         need = threshold - 1 if faults.active("eviction-budget-off-by-one") else threshold
+        if faults.active("eviction-budget-too-strict"):
+            need = threshold + 1  # refuses the last Eviction the budget allows
         group = group_name(ms.metadata.name, me.pid.ordinal)
         if after < need:
             state = "" if me.pid.ordinal in ready else f"; ServingGroup {group} is not ready already"

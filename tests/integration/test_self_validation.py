@@ -344,6 +344,7 @@ CAUGHT_BY: dict[str, list[str]] = {
     # issue 31, section 1: currentReplicas at the current revision is SHOULD (caught as a warning)
     "current-replicas-counts-all": ["rollout/status/current-replicas-partition"],
     "status-revision-counts-replicas": ["core/revisions/scaling-keeps-revision"],
+    "eviction-budget-too-strict": ["eviction/servinggroup/within-budget-allowed"],
     # issue 31, section 5: a scale-down under a partition keeps the protected replicas on their template
     "scale-down-ignores-partition": ["rollout/sg/partition-scale-down-keeps-protected"],
     "role-scale-down-ignores-partition": ["rollout/role/partition-scale-down-keeps-protected"],
