@@ -739,6 +739,9 @@ FAULTS: dict[str, str] = {
     "status-revision-counts-replicas": (
         "status.updateRevision names spec.replicas too (the revision reported changes when ServingGroups are scaled)"
     ),
+    "podgroup-named-by-group-zero": (
+        "every Pod's scheduling.k8s.io/group-name annotation names ServingGroup 0's PodGroup, whatever its group"
+    ),
     "eviction-budget-too-strict": (
         "the ServingGroup eviction budget refuses an Eviction that would leave exactly minAvailable ready ServingGroups"
     ),

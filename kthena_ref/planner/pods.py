@@ -100,7 +100,8 @@ def build_pod(ms: ModelServing, roles: list[Role], revision: str, pid: PodId, *,
     if pid.is_entry and not faults.active("no-entry-label"):
         labels[LABEL_ENTRY] = "true"
     if gang:
-        annotations[ANNOTATION_PODGROUP] = group_name(ms.metadata.name, pid.ordinal)
+        ordinal = 0 if faults.active("podgroup-named-by-group-zero") else pid.ordinal
+        annotations[ANNOTATION_PODGROUP] = group_name(ms.metadata.name, ordinal)
         annotations[ANNOTATION_TASK_SPEC] = pid.role_id
     spec = copy.deepcopy(template.spec)
     if not (faults.active("template-scheduler-name-wins") and spec.get("schedulerName")):

@@ -345,6 +345,7 @@ CAUGHT_BY: dict[str, list[str]] = {
     "current-replicas-counts-all": ["rollout/status/current-replicas-partition"],
     "status-revision-counts-replicas": ["core/revisions/scaling-keeps-revision"],
     "eviction-budget-too-strict": ["eviction/servinggroup/within-budget-allowed"],
+    "podgroup-named-by-group-zero": ["gang/podgroup/one-per-servinggroup"],
     # issue 31, section 5: a scale-down under a partition keeps the protected replicas on their template
     "scale-down-ignores-partition": ["rollout/sg/partition-scale-down-keeps-protected"],
     "role-scale-down-ignores-partition": ["rollout/role/partition-scale-down-keeps-protected"],
