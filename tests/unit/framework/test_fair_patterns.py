@@ -121,3 +121,32 @@ def test_pod_state_image_is_the_template_container_image() -> None:
     pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "sidecar", "image": "s:1"},
                                                               {"name": "engine", "image": "e:1"}]}}  # fmt: skip
     assert PodState.from_json(pod).image == "e:1"
+
+
+def test_no_podgroup_ownership_demanded() -> None:
+    """A ServingGroup's PodGroup is found through its Pods' annotation, whatever object owns it."""
+    assert [h for h in _hits(r"ownerReferences|owner_references") if "/suites/gang/" in h] == []
+
+
+def test_no_exact_affinity_demanded() -> None:
+    """A ModelBooster child's Pods may add scheduling rules to the worker's: containment, not equality."""
+    assert _hits(r"affinity\"\)\s*!=") == []
+
+
+def test_confined_keeps_only_one_instances_services() -> None:
+    from conformance.suites.headless_dns.instances import confined
+
+    reach = {"entry": {"a-0"}, "discovery": {"a-0", "a-1"}, "governing": {"a-0", "a-1", "b-0"}, "other": {"b-0"}}
+    assert confined(reach, ["a-0", "a-1"]) == {"entry": {"a-0"}, "discovery": {"a-0", "a-1"}}
+
+
+def test_contains_accepts_a_superset_only() -> None:
+    from conformance.suites.modelbooster.test_conversion import contains
+
+    want = {"nodeAffinity": {"preferred": [{"weight": 1, "key": "k"}]}}
+    assert contains(want, want)
+    assert contains(
+        {"nodeAffinity": {"preferred": [{"weight": 5}, {"weight": 1, "key": "k"}]}, "podAffinity": {}}, want
+    )
+    assert not contains({"nodeAffinity": {"preferred": [{"weight": 2, "key": "k"}]}}, want)
+    assert not contains(None, want)
