@@ -20,7 +20,7 @@ from typing import Any
 import click
 import yaml
 
-from . import faults
+from . import faults, variations
 
 # libyaml where PyYAML has it: the manifests are large (the CRDs are 0.6 MB), and the harness renders
 # them for every run it deploys the reference in.
@@ -251,6 +251,10 @@ def manifests_command(
 @click.option("--fault", "fault_names", multiple=True, metavar="NAME", type=click.Choice(sorted(faults.FAULTS)),
               help=f"self-validation only: break one documented behaviour (repeatable; default: ${faults.ENV}, "
               f"comma-separated). One of: {', '.join(sorted(faults.FAULTS))}")  # fmt: skip
+@click.option("--variation", "variation_names", multiple=True, metavar="NAME",
+              type=click.Choice(sorted(variations.VARIATIONS)),
+              help=f"a conformant variation: another choice the spec leaves open (repeatable; default: "
+              f"${variations.ENV}, comma-separated). One of: {', '.join(sorted(variations.VARIATIONS))}")  # fmt: skip
 def run_command(
     kubeconfig: Path | None,
     namespace: str | None,
@@ -264,6 +268,7 @@ def run_command(
     webhook_cert: Path | None,
     webhook_key: Path | None,
     fault_names: tuple[str, ...],
+    variation_names: tuple[str, ...],
 ) -> None:
     """Run the controller (and, with --webhook-port, its admission webhook) until SIGTERM or SIGINT."""
     if webhook_port is not None and (webhook_cert is None or webhook_key is None):
@@ -272,6 +277,11 @@ def run_command(
         active = faults.configure(fault_names or faults.from_env())
     except ValueError as exc:
         _fail(str(exc), f"fix --fault or ${faults.ENV}")
+        return
+    try:
+        varied = variations.configure(variation_names or variations.from_env())
+    except ValueError as exc:
+        _fail(str(exc), f"fix --variation or ${variations.ENV}")
         return
     import asyncio
     import logging
@@ -283,6 +293,10 @@ def run_command(
         logging.getLogger("kthena_ref.faults").warning(
             "FAULTS INJECTED (self-validation only, this controller is deliberately broken): %s",
             ", ".join(sorted(active)),
+        )
+    if varied:
+        logging.getLogger("kthena_ref.variations").warning(
+            "conformant variations on (another choice the spec leaves open): %s", ", ".join(sorted(varied))
         )
     from kubernetes_asyncio.config import ConfigException
 

@@ -18,8 +18,8 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from . import faults
-from .api.types import GROUP, PLURAL, VERSION, ModelServing
+from . import faults, variations
+from .api.types import API_VERSION, GROUP, KIND, PLURAL, VERSION, ModelServing
 from .events import event_body
 from .planner.plan import EVENT_SOURCE, Event, Plan, PodPatch
 from .runtime.informer import ensure_ok
@@ -51,6 +51,7 @@ class Executor:
         self.core: Any = client.CoreV1Api(api)
         self.apps: Any = client.AppsV1Api(api)
         self.custom: Any = client.CustomObjectsApi(api)
+        self.coordination: Any = client.CoordinationV1Api(api)
 
     async def apply(self, ms: ModelServing, plan: Plan) -> Outcome:
         outcome = Outcome()
@@ -66,7 +67,10 @@ class Executor:
             await self._create(call, outcome, "revision")
         for svc in plan.create_services:  # before the Pods: their DNS names exist when they start
             await self._create(self.core.create_namespaced_service(ns, svc), outcome, "service")
-        await self._create_pods(ns, plan.create_pods, outcome)
+        pods = plan.create_pods
+        if pods and variations.active("intermediate-owner"):
+            pods = await self._owned_through_lease(ms, pods)
+        await self._create_pods(ns, pods, outcome)
         await asyncio.gather(*(self._delete_pod(ns, d.name, d.uid, outcome) for d in plan.delete_pods))
         await asyncio.gather(*(self._patch_pod(ns, p, outcome) for p in plan.patch_pods))
         for name, uid in plan.delete_services:
@@ -85,6 +89,25 @@ class Executor:
         if plan.status and not (faults.active("no-status-at-zero-replicas") and ms.spec.replicas == 0):
             await self.write_status(ms, plan.status, outcome)
         return outcome
+
+    async def _owned_through_lease(self, ms: ModelServing, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The variation ``intermediate-owner``: ``pods`` with a per-ModelServing Lease (owned by the
+        ModelServing, made here when missing) as their controller owner instead of the ModelServing."""
+        ns, name = ms.metadata.namespace, variations.owner_lease_name(ms.metadata.name)
+        try:
+            lease = await self.coordination.read_namespaced_lease(name, ns)
+            uid = lease.metadata.uid
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            owner = {"apiVersion": API_VERSION, "kind": KIND, "name": ms.metadata.name, "uid": ms.metadata.uid,
+                     "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": name, "namespace": ns, "ownerReferences": [owner]}}  # fmt: skip
+            uid = (await self.coordination.create_namespaced_lease(ns, body)).metadata.uid
+        ref = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "name": name, "uid": uid,
+               "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+        return [{**pod, "metadata": {**pod["metadata"], "ownerReferences": [ref]}} for pod in pods]
 
     async def _create_pods(self, ns: str, pods: list[dict[str, Any]], outcome: Outcome) -> None:
         batch, i = SLOW_START_INITIAL, 0

@@ -732,6 +732,28 @@ FAULTS: dict[str, str] = {
         "the AutoscalingPolicy CRD carries no default (tolerancePercent, the stable and panic policies' fields, a pod "
         "metric source's uri and port, costExpansionRatePercent): omitted fields are stored omitted"
     ),
+    # issue 31 (section 1): currentReplicas while a partition holds groups back is a SHOULD (two readings)
+    "current-replicas-counts-all": (
+        "status.currentReplicas counts every ServingGroup (status.replicas), not those at status.currentRevision"
+    ),
+    "status-revision-counts-replicas": (
+        "status.updateRevision names spec.replicas too (the revision reported changes when ServingGroups are scaled)"
+    ),
+    "podgroup-named-by-group-zero": (
+        "every Pod's scheduling.k8s.io/group-name annotation names ServingGroup 0's PodGroup, whatever its group"
+    ),
+    "eviction-budget-too-strict": (
+        "the ServingGroup eviction budget refuses an Eviction that would leave exactly minAvailable ready ServingGroups"
+    ),
+    # issue 31 (section 5): a scale-down under a partition removes the units outside the partition first
+    "scale-down-ignores-partition": (
+        "lowering spec.replicas removes ServingGroups by readiness, pod-deletion-cost and ordinal alone, so a "
+        "partition-protected group can go while an updated group outside the partition is kept"
+    ),
+    "role-scale-down-ignores-partition": (
+        "under RoleRollingUpdate, lowering a Role's replicas removes instances by readiness, pod-deletion-cost and "
+        "index alone, so a partition-protected instance can go while an updated one outside the partition is kept"
+    ),
 }
 
 

@@ -354,7 +354,9 @@ class CrictlFaultInjector:
 
         api = client.CoreV1Api(api_client(self.info.kubeconfig, self.info.context))
         obj: Any = api.read_namespaced_pod(pod, namespace)
-        find, stop = crictl_restart_commands(obj.spec.node_name, namespace, pod, obj.spec.containers[0].name)
+        names = [c.name for c in obj.spec.containers]  # the suite's template container first (a sidecar may lead)
+        container = "engine" if "engine" in names else names[0]
+        find, stop = crictl_restart_commands(obj.spec.node_name, namespace, pod, container)
         ids = _run(find, timeout=60).split()
         if not ids:
             raise HarnessError(f"no running container found for pod {namespace}/{pod}", "is the pod Running?")

@@ -1,10 +1,15 @@
 """What a conformance test does with ModelServings, in the words of the spec.
 
-Tests never derive names the spec leaves open: a ModelServing's Pods are the Pods whose
-controller ``ownerReference`` is that ModelServing (the Kubernetes convention every controller
-follows for garbage collection); which Pod is an entry or a worker, and of which Role, is read
-from labels the test itself put on the templates (``conformance.kthena.io/role`` and
-``conformance.kthena.io/member``), which the API reference says Pods are created from. Every
+Tests never derive names the spec leaves open. A ModelServing's Pods are found by a label query
+over Pods, as the spec's ``status.labelSelector`` ("a label query over pods") finds them, with a
+label the suite itself puts on every template the ModelServing has (``conformance.kthena.io/
+modelserving: <name>``, added when the test creates or patches the ModelServing): a template is
+"the data a pod should have when created from a template", so its labels reach the Pods, whoever
+owns them (the ModelServing, or an intermediate object of the implementation's). A Pod whose
+controller ``ownerReference`` is the ModelServing counts too (the garbage-collection convention;
+a converter's child ModelServing has templates the suite did not write). Which Pod is an entry or
+a worker, and of which Role, is read from labels the test itself put on the templates
+(``conformance.kthena.io/role`` and ``conformance.kthena.io/member``). Every
 wait is named after an entry of :mod:`.timeouts`, so its maximum is documented, scaled and
 reported.
 
@@ -20,6 +25,7 @@ implementation's ``omitempty`` drops them at 0, which says 0, not "not reported 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -35,6 +41,8 @@ GROUP, VERSION, PLURAL, KIND = "workload.serving.volcano.sh", "v1alpha1", "model
 ROLE_LABEL = "conformance.kthena.io/role"
 MEMBER_LABEL = "conformance.kthena.io/member"  # "entry" | "worker"
 RUN_LABEL = "conformance.kthena.io/run-id"
+MS_LABEL = "conformance.kthena.io/modelserving"  # on every template of a test's ModelServing: its name
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 T = TypeVar("T")
 
@@ -151,6 +159,38 @@ def evict(kube: Any, namespace: str, pod: str) -> EvictionAnswer:
     return EvictionAnswer(pod, int(response.status), "")
 
 
+def label_templates(spec: Any, name: str) -> None:
+    """Put ``MS_LABEL: name`` on every Pod template of a ModelServing ``spec`` (in place), where the
+    spec has a well-formed Role list and ``name`` is a valid label value; anything else is left as
+    it is (an admission test's malformed body stays malformed). Pure."""
+    if not isinstance(spec, dict) or len(name) > 63 or not _LABEL_VALUE.match(name):
+        return
+    roles = (spec.get("template") or {}).get("roles") if isinstance(spec.get("template"), dict) else None
+    for role in roles if isinstance(roles, list) else []:
+        for kind in ("entryTemplate", "workerTemplate"):
+            template = role.get(kind) if isinstance(role, dict) else None
+            if not isinstance(template, dict):
+                continue
+            meta = template.setdefault("metadata", {})
+            labels = meta.setdefault("labels", {}) if isinstance(meta, dict) else None
+            if isinstance(labels, dict):
+                labels.setdefault(MS_LABEL, name)
+
+
+def belongs(meta: dict[str, Any], name: str, uid: str) -> bool:
+    """Whether a Pod (its metadata as JSON) is ModelServing ``name``'s (uid ``uid``): it carries the
+    suite's template label for it, or its controller ownerReference is it. Pure."""
+    if (meta.get("labels") or {}).get(MS_LABEL) == name:
+        return True
+    return any(r.get("uid") == uid and r.get("controller") for r in meta.get("ownerReferences") or [])
+
+
+def _meta_json(meta: Any) -> dict[str, Any]:
+    """What :func:`belongs` reads of a client object's metadata, as JSON."""
+    refs = [{"uid": r.uid, "controller": r.controller} for r in meta.owner_references or []]
+    return {"labels": meta.labels or {}, "ownerReferences": refs}
+
+
 def running_ready(pod: Any) -> bool:
     if pod.metadata.deletion_timestamp or not pod.status or pod.status.phase != "Running":
         return False
@@ -160,7 +200,10 @@ def running_ready(pod: Any) -> bool:
 def pods_in_words(namespace: str, name: str, pods: list[Any]) -> str:
     """What ``pods`` (a ModelServing's) are, for a failure message. Pure."""
     if not pods:
-        return f"no Pod with a controller ownerReference to ModelServing {namespace}/{name} exists"
+        return (
+            f"no Pod of ModelServing {namespace}/{name} exists (label {MS_LABEL}={name}, or a controller "
+            "ownerReference to it)"
+        )
 
     def state(pod: Any) -> str:
         if pod.metadata.deletion_timestamp:
@@ -179,8 +222,30 @@ def role_of(pod: Any) -> str:
     return str((pod.metadata.labels or {}).get(ROLE_LABEL, ""))
 
 
-def env_of(pod: Any, container: int = 0) -> dict[str, str]:
-    return {e.name: e.value for e in pod.spec.containers[container].env or []}
+ENGINE = "engine"  # the name of the main container in the suite's templates
+
+
+def container_of(pod: Any, name: str = ENGINE) -> Any:
+    """The Pod's container named ``name`` (the template's; an implementation may add containers,
+    before or after it), else its only container. Raises Inconclusive when there is no such one."""
+    from .outcomes import Inconclusive
+
+    containers = pod.spec.containers or []
+    found = next((c for c in containers if c.name == name), None)
+    if found is None and len(containers) == 1:
+        found = containers[0]
+    if found is None:
+        raise Inconclusive(
+            f"Pod {pod.metadata.name} has no container named {name!r} (containers: {[c.name for c in containers]})"
+        )
+    return found
+
+
+def env_of(pod: Any, container: int | str = ENGINE) -> dict[str, str]:
+    """Env of the Pod's container ``container``: an index into spec.containers, or a name (the
+    template's container, :func:`container_of`)."""
+    chosen = pod.spec.containers[container] if isinstance(container, int) else container_of(pod, container)
+    return {e.name: e.value for e in chosen.env or []}
 
 
 def expected_pod_count(body: dict[str, Any], replicas: int | None = None) -> int:
@@ -222,6 +287,7 @@ class ModelServings:
     def _prepare(self, body: dict[str, Any]) -> dict[str, Any]:
         out = copy.deepcopy(body)
         meta = out.setdefault("metadata", {})
+        label_templates(out.get("spec"), str(meta.get("name", "")))
         meta["namespace"] = self.ns
         if self.run_id:
             meta.setdefault("labels", {})[RUN_LABEL] = self.run_id
@@ -293,6 +359,8 @@ class ModelServings:
             raise _refused_valid(exc, f"the change {merge_patch} of ModelServing {self.ns}/{name}") from None
 
     def _patch(self, name: str, merge_patch: dict[str, Any]) -> dict[str, Any]:
+        merge_patch = copy.deepcopy(merge_patch)
+        label_templates(merge_patch.get("spec"), name)  # a merge patch replaces the Role list whole
         return dict(
             self.kube.custom.patch_namespaced_custom_object(
                 GROUP, VERSION, self.ns, PLURAL, name, merge_patch, _content_type="application/merge-patch+json"
@@ -326,20 +394,29 @@ class ModelServings:
     # -- reads ----------------------------------------------------------------------------------
 
     def pods(self, name: str) -> list[Any]:
-        """The Pods this ModelServing controls (by controller ownerReference), sorted by name."""
+        """This ModelServing's Pods (:func:`belongs`), sorted by name."""
         uid = self.get(name)["metadata"]["uid"]
         items = self.kube.core.list_namespaced_pod(self.ns).items
-        owned = [p for p in items if any(r.uid == uid and r.controller for r in p.metadata.owner_references or [])]
+        owned = [p for p in items if belongs(_meta_json(p.metadata), name, uid)]
         return sorted(owned, key=lambda p: p.metadata.name)
 
     def uids(self, name: str) -> dict[str, str]:
         return {p.metadata.name: p.metadata.uid for p in self.pods(name)}
 
     def events(self, name: str) -> list[Any]:
-        """Events about the ModelServing (core/v1, as ``kubectl describe`` shows them)."""
+        """Events about the ModelServing or about one of its Pods (core/v1): the spec names Events
+        ("reports ... via Kubernetes Events") without fixing their involved object, and an
+        implementation may report an update of a Pod on that Pod."""
         items = self.kube.core.list_namespaced_event(self.ns).items
-        return [e for e in items if e.involved_object and e.involved_object.name == name
-                and e.involved_object.kind == KIND]  # fmt: skip
+        about = [e for e in items if e.involved_object is not None]
+        mine = [e for e in about if e.involved_object.kind == KIND and e.involved_object.name == name]
+        if any(e.involved_object.kind == "Pod" for e in about):
+            try:
+                pods = {p.metadata.name for p in self.pods(name)}
+            except Exception:  # the ModelServing is gone: Events about it still count
+                pods = set()
+            mine += [e for e in about if e.involved_object.kind == "Pod" and e.involved_object.name in pods]
+        return mine
 
     def services(self) -> dict[str, Any]:
         return {s.metadata.name: s for s in self.kube.core.list_namespaced_service(self.ns).items}

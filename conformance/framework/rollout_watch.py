@@ -14,8 +14,8 @@ yields a :class:`Snapshot` of all the ModelServing's Pods as they are at that re
 watch delivers every change in order, so the timeline holds every intermediate state, not samples
 (a Pod deleted while a replacement waits to start is seen). The watch reconnects from the last
 resourceVersion it saw (no gap); it is re-listed when it fails or expires and every few seconds
-for safety (a re-list is a snapshot too). Pods are the ModelServing's by controller ownerReference,
-like everywhere in the suite.
+for safety (a re-list is a snapshot too). Pods are the ModelServing's as everywhere in the suite
+(:func:`~.modelserving.belongs`: the suite's template label, or the controller ownerReference).
 
 **What a ServingGroup is, observably.** The spec speaks of ServingGroups with ordinals and Role
 instances with indices but names no Pod label or name for them; the suite reads the label keys the
@@ -49,7 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .modelserving import MEMBER_LABEL, ROLE_LABEL, ModelServings
+from .modelserving import ENGINE, MEMBER_LABEL, ROLE_LABEL, ModelServings, belongs
 from .outcomes import Inconclusive
 from .support import PodLabels
 from .waits import wait_for
@@ -80,6 +80,7 @@ class PodState:
     role_id: str | None = None  # upstream's role-id label
     member: str = ""  # "entry" | "worker" (the suite's label)
     images: tuple[str, ...] = ()  # spec.containers[].image
+    names: tuple[str, ...] = ()  # spec.containers[].name, in the same order
     running: tuple[str, ...] = ()  # status.containerStatuses[].image, in spec container order ("" if none)
     phase: str = ""
     ready: bool = False  # the Ready condition is True
@@ -105,6 +106,7 @@ class PodState:
             role_id=labels.get(keys.role_instance),
             member=str(labels.get(MEMBER_LABEL, "")),
             images=tuple(str(c.get("image", "")) for c in spec.get("containers") or []),
+            names=tuple(str(n) for n in containers),
             running=tuple(str((statuses.get(n) or {}).get("image", "")) for n in containers),
             phase=str(status.get("phase", "")),
             ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []),
@@ -116,8 +118,11 @@ class PodState:
 
     @property
     def image(self) -> str:
-        """The first container's spec image (the suite's manifests run one container)."""
-        return self.images[0] if self.images else ""
+        """The spec image of the template's container (named ``engine`` in the suite's manifests; an
+        implementation may add containers before or after it), else of the only container."""
+        if ENGINE in self.names:
+            return self.images[self.names.index(ENGINE)]
+        return self.images[0] if len(self.images) == 1 else ""
 
     @property
     def images_applied(self) -> bool:
@@ -453,8 +458,8 @@ class RolloutWatch:
         data = json.loads(response.data)
         pods = {}
         for item in data.get("items") or []:
-            pod = PodState.from_json(item, self.ms.pod_labels)
-            if pod.owner == self._owner:
+            if belongs(item.get("metadata") or {}, self.name, self._owner):
+                pod = PodState.from_json(item, self.ms.pod_labels)
                 pods[pod.uid] = pod
         with self._lock:
             self._pods = pods
@@ -468,7 +473,7 @@ class RolloutWatch:
         with self._lock:
             if version:
                 self._version = version
-            if pod.owner != self._owner:
+            if not belongs(obj.get("metadata") or {}, self.name, self._owner):
                 return
             if kind == "DELETED":
                 self._pods.pop(pod.uid, None)

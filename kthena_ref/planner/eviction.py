@@ -34,7 +34,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import faults
+from .. import faults, variations
 from ..api.types import EvictionStrategySpec, ModelServing, ProtectionLevel, RecoveryPolicy, RolloutStrategyType
 from . import intstr
 from .layout import Layout
@@ -65,6 +65,9 @@ def owner_of(pod: Mapping[str, Any]) -> str | None:
         ):
             name = ref.get("name")
             return str(name) if name else None
+    if variations.active("intermediate-owner"):  # owned through a Lease: the Pod's name label says which
+        name = (meta.get("labels") or {}).get(LABEL_NAME)
+        return str(name) if name else None
     return None
 
 
@@ -139,6 +142,8 @@ def _decide(
         }
         after = len(ready - {me.pid.ordinal})
         need = threshold - 1 if faults.active("eviction-budget-off-by-one") else threshold
+        if faults.active("eviction-budget-too-strict"):
+            need = threshold + 1  # refuses the last Eviction the budget allows
         group = group_name(ms.metadata.name, me.pid.ordinal)
         if after < need:
             state = "" if me.pid.ordinal in ready else f"; ServingGroup {group} is not ready already"

@@ -18,7 +18,7 @@ import hashlib
 import json
 from typing import Any
 
-from .. import faults
+from .. import faults, variations
 from ..api.types import API_VERSION, KIND, ModelServing, Role
 from .names import (
     ANNOTATION_PODGROUP,
@@ -100,7 +100,8 @@ def build_pod(ms: ModelServing, roles: list[Role], revision: str, pid: PodId, *,
     if pid.is_entry and not faults.active("no-entry-label"):
         labels[LABEL_ENTRY] = "true"
     if gang:
-        annotations[ANNOTATION_PODGROUP] = group_name(ms.metadata.name, pid.ordinal)
+        ordinal = 0 if faults.active("podgroup-named-by-group-zero") else pid.ordinal
+        annotations[ANNOTATION_PODGROUP] = group_name(ms.metadata.name, ordinal)
         annotations[ANNOTATION_TASK_SPEC] = pid.role_id
     spec = copy.deepcopy(template.spec)
     if not (faults.active("template-scheduler-name-wins") and spec.get("schedulerName")):
@@ -112,6 +113,8 @@ def build_pod(ms: ModelServing, roles: list[Role], revision: str, pid: PodId, *,
         spec.pop("resourceClaims", None)
         for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
             (container.get("resources") or {}).pop("claims", None)
+    if variations.active("sidecar-first"):  # the implementation's own container, first (a conformant choice)
+        spec["containers"] = [variations.sidecar(), *(spec.get("containers") or [])]
     env = {"GROUP_SIZE": str(role.worker_replicas + 1), "WORKER_INDEX": str(pid.k)}
     if faults.active("wrong-group-size"):
         env["GROUP_SIZE"] = str(role.worker_replicas)

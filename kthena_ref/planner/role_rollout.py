@@ -7,7 +7,7 @@ group rolls each Role's instances with the Role's own budget (``maxUnavailable``
 unchanged Roles keep their Pods and only their revision label moves. The result is written into
 the :class:`~.layout.Layout`: which instances each group has, each at its own revision.
 Without a rollout step a Role keeps the instances it has, and a Role scaled down loses its
-instances in :mod:`.scaledown`'s order (as ServingGroups do).
+instances in :mod:`.scaledown`'s order (as ServingGroups do): updated ones outside its partition first.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def role_instances(
     group: Group, roles: list[Role], roles_for: Callable[[str], list[Role]], update_rev: str
 ) -> list[Instance]:
     """RoleRollingUpdate without a rollout step: ``role.replicas`` instances of each Role, the ones
-    the group has first (:func:`.scaledown.instance_ids`), each at the revision its Pods have (a
-    missing one at the update revision)."""
+    the group has first (:func:`.scaledown.instance_ids`: updated ones outside the Role's partition
+    go first), each at the revision its Pods have (a missing one at the update revision)."""
     by_instance = group.by_instance()
     out: list[Instance] = []
     for role in roles:
@@ -59,7 +59,7 @@ def role_instances(
             for (name, index), pods in by_instance.items()
             if name == role.name
         ]
-        for index in scaledown.instance_ids(candidates, role.replicas):
+        for index in scaledown.instance_ids(candidates, role.replicas, role_pace(role).partition):
             pods = by_instance.get((role.name, index))
             rev = majority_revision(pods) if pods else update_rev
             out.append((defined(roles_for, rev, role), index, rev))
@@ -231,8 +231,11 @@ def roll_group(
                     out.patch_pods.append(PodPatch(pod.name, pod.uid, pod.resource_version, body, "same template"))
         if step is None:  # a terminating instance is not ready: the first to go, so no other goes with it
             cost = {i: sum(p.deletion_cost for p in by_instance[(role.name, i)]) for i in present}
-            candidates = [scaledown.Candidate(i, u.ready, cost[i]) for i, u in present.items()]
-            ids = set(scaledown.instance_ids(candidates, role.replicas))
+            candidates = [
+                scaledown.Candidate(i, u.ready, cost[i], scaledown.template_of(by_instance[(role.name, i)]))
+                for i, u in present.items()
+            ]
+            ids = set(scaledown.instance_ids(candidates, role.replicas, paces[role.name].partition))
         else:
             ids = (set(present) - set(step.remove)) | set(step.create)
         for index in sorted(ids):

@@ -4,8 +4,8 @@ Why this module exists: it settles the set of groups a reconcile keeps. Under
 ServingGroupRollingUpdate with outdated groups, one rollout step decides (:mod:`.group_rollout`:
 recreate within maxUnavailable, create within maxSurge, the partition protects). Otherwise plain
 scaling keeps ``spec.replicas`` groups: add the lowest missing ordinals, remove in
-:mod:`.scaledown`'s order (not-ready first, then the lowest summed pod-deletion-cost, then the
-highest ordinal, as for the instances of a Role). Inside every kept group, the
+:mod:`.scaledown`'s order (updated groups outside the partition first; then not-ready first, then the
+lowest summed pod-deletion-cost, then the highest ordinal, as for the instances of a Role). Inside every kept group, the
 Pods the :class:`~.layout.Layout` no longer wants (a Role scaled down) are removed too.
 """
 
@@ -38,13 +38,19 @@ def _lowest_ordinal_first(unit: scaledown.Candidate) -> tuple[int, ...]:
     return (unit.id,)
 
 
-def choose_groups(groups: dict[int, Group], replicas: int, layout: Layout) -> tuple[set[int], list[Group]]:
-    """(ordinals to keep or create, groups to remove), in :mod:`.scaledown`'s order."""
+def choose_groups(
+    groups: dict[int, Group], replicas: int, layout: Layout, partition: int = 0
+) -> tuple[set[int], list[Group]]:
+    """(ordinals to keep or create, groups to remove), in :mod:`.scaledown`'s order: the groups
+    outside the ``partition`` on a revision no protected group runs first."""
     candidates = [
-        scaledown.Candidate(g.ordinal, g.ready(layout.expected(g.ordinal)), g.deletion_cost()) for g in groups.values()
+        scaledown.Candidate(g.ordinal, g.ready(layout.expected(g.ordinal)), g.deletion_cost(), g.revision)
+        for g in groups.values()
     ]
     key = _lowest_ordinal_first if faults.active("scale-down-lowest-ordinal") else scaledown.order
-    kept, victims = scaledown.choose(candidates, replicas, key)
+    if faults.active("scale-down-ignores-partition"):
+        partition = 0  # the fault: the lowest-cost groups go even when the partition protects them
+    kept, victims = scaledown.choose(candidates, replicas, key, partition)
     return set(kept), [groups[o] for o in victims]
 
 
@@ -64,7 +70,7 @@ def decide(
         current = ms.status.current_revision if ms.status else None
         chosen = group_rollout.step(budget, groups, layout, update_rev, findings, delete, current)
     if chosen is None:
-        kept, victims = choose_groups(groups, ms.spec.replicas, layout)
+        kept, victims = choose_groups(groups, ms.spec.replicas, layout, budget.partition if budget else 0)
         if faults.active("scale-down-keeps-worker-pods"):  # the fault: only a removed group's entry Pods go
             victims = [Group(g.ordinal, {pid: p for pid, p in g.pods.items() if pid.is_entry}) for g in victims]
         # Partition protects the first N kept replicas in ascending ordinal order (not ordinals < N).

@@ -108,11 +108,13 @@ def build(
     return {
         "observedGeneration": ms.metadata.generation,
         "replicas": replicas,
-        "currentReplicas": current,
+        "currentReplicas": replicas if faults.active("current-replicas-counts-all") else current,
         "updatedReplicas": updated,
         "availableReplicas": 0 if faults.active("stale-available-replicas") else available,
         "currentRevision": reported_current,
-        "updateRevision": update_rev,
+        "updateRevision": f"{update_rev}-{ms.spec.replicas}"
+        if faults.active("status-revision-counts-replicas")
+        else update_rev,
         "labelSelector": label_selector(ms),
         "conditions": conditions,
     }

@@ -87,13 +87,13 @@ CAUGHT_BY: dict[str, list[str]] = {
     "container-resources-dropped": ["core/pods/template-carried", "gang/podgroup/min-resources"],
     "template-scheduler-name-wins": ["core/pods/scheduler-name"],
     "available-counts-unready": ["core/status/counters-unready", "rollout/status/counters-partition"],
-    "current-revision-is-update": ["core/revisions/current-revision", "rollout/status/counters-partition"],
+    "current-revision-is-update": ["core/revisions/current-revision", "rollout/status/current-replicas-partition"],
     "no-status-at-zero-replicas": ["core/status/zero-replicas"],
     "emptied-group-wedged": [
         "core/recovery/servinggroup-recreate-delete-all-repeated",
         "dns/recovery/servinggroup-recreate-delete-all-repeated",
     ],
-    "replicas-in-revision": ["core/revisions/scaling-keeps-revision"],
+    "replicas-in-revision": ["core/revisions/role-scaling-keeps-revision"],
     "revision-not-owned": ["core/revisions/update-revision"],
     "revision-history-unbounded": ["core/revisions/history-limit-prunes"],
     "live-revision-pruned": ["core/revisions/live-revisions-kept"],
@@ -286,7 +286,6 @@ CAUGHT_BY: dict[str, list[str]] = {
     "gang-policy-without-minimums-one-instance": ["gang/podgroup/min-member-without-gang-policy"],
     "min-task-member-omitted": ["gang/podgroup/min-task-member", "gang/podgroup/min-role-replicas-per-role"],
     "group-policy-not-in-podgroup": ["gang/podgroup/network-topology"],
-    "podgroup-not-owned": ["gang/podgroup/one-per-servinggroup"],
     "podgroup-queue-dropped": ["gang/podgroup/queue"],
     "podgroups-kept-on-scale-down": ["gang/podgroup/scale"],
     # end of slot rollout
@@ -342,6 +341,14 @@ CAUGHT_BY: dict[str, list[str]] = {
     "lws-worker-replicas-equal-size": ["lws/convert/size-three-layout"],
     "lws-plugins-rederived": ["lws/convert/plugins-stable-on-size-change"],
     "autoscaling-crd-no-defaults": ["autoscaling/admission/documented-defaults"],
+    # issue 31, section 1: currentReplicas at the current revision is SHOULD (caught as a warning)
+    "current-replicas-counts-all": ["rollout/status/current-replicas-partition"],
+    "status-revision-counts-replicas": ["core/revisions/scaling-keeps-revision"],
+    "eviction-budget-too-strict": ["eviction/servinggroup/within-budget-allowed"],
+    "podgroup-named-by-group-zero": ["gang/podgroup/one-per-servinggroup"],
+    # issue 31, section 5: a scale-down under a partition keeps the protected replicas on their template
+    "scale-down-ignores-partition": ["rollout/sg/partition-scale-down-keeps-protected"],
+    "role-scale-down-ignores-partition": ["rollout/role/partition-scale-down-keeps-protected"],
 }
 
 # Faults only a running container shows (real nodes): their variants run in
@@ -357,6 +364,10 @@ REAL_NODE_CAUGHT_BY: dict[str, list[str]] = {
 
 # fault -> why no spec-backed behaviour can notice it
 UNDETECTABLE: dict[str, str] = {
+    "podgroup-not-owned": (
+        "the spec fixes no owner of a PodGroup (issue 31): the suite finds a ServingGroup's PodGroup through its "
+        "Pods' annotation, whatever owns it"
+    ),
     "wrong-worker-index": "WORKER_INDEX is upstream's convention, not in the spec",
     "wrong-group-size": "GROUP_SIZE is upstream's convention, not in the spec",
     "admission-allows-missing-worker-template": (

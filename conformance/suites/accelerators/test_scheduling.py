@@ -33,7 +33,7 @@ from conformance.framework.capabilities import (
 )
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
-from conformance.framework.modelserving import ModelServings, running_ready
+from conformance.framework.modelserving import ModelServings, container_of, running_ready
 from conformance.framework.outcomes import Inconclusive, not_supported
 from conformance.framework.waits import holds_for
 
@@ -400,7 +400,7 @@ def test_a_claimed_device_s_environment_reaches_the_container(
         ms.create(body)
         (pod,) = _running(ms, name, 1)
         realnodes.observed_on_real_nodes(request, [pod.spec.node_name])
-        seen = _environment(realnodes.run_in(kube.core, ns, pod.metadata.name, pod.spec.containers[0].name, "env"))
+        seen = _environment(realnodes.run_in(kube.core, ns, pod.metadata.name, container_of(pod).name, "env"))
         published = inventory(view.caps.driver, slices(kube)).get(pod.spec.node_name)
         by_id = {(pool, str(d.get("name"))): d for pool, d in (published.devices if published else [])}
         problems: list[str] = []

@@ -13,7 +13,7 @@ import copy
 import json
 from typing import Any
 
-from conformance.framework.modelserving import ModelServings, running_ready
+from conformance.framework.modelserving import ModelServings, container_of, running_ready
 
 V1, V2, V3, V4 = (f"registry.example/engine:v{i}" for i in range(1, 5))
 
@@ -33,7 +33,7 @@ def images(ms: ModelServings, name: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for pod in ms.pods(name):
         if running_ready(pod):
-            image = pod.spec.containers[0].image
+            image = container_of(pod).image
             out[image] = out.get(image, 0) + 1
     return out
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
-from conformance.framework.modelserving import ModelServings, expected_pod_count, member
+from conformance.framework.modelserving import ModelServings, container_of, expected_pod_count, member
 
 API = "api-reference-workload-v1alpha1.txt"
 NAME = "small"
@@ -87,7 +87,7 @@ def test_repeated_env_ports_and_pull_secrets(ms: ModelServings, manifest: Any) -
     }
     wrong: dict[str, dict[str, Any]] = {}
     for pod in pods:
-        container = pod.spec.containers[0]
+        container = container_of(pod)
         seen = {  # entries an implementation adds of its own are left out: the template's, in order, must be there
             "env": [(e.name, e.value) for e in container.env or [] if e.name == "MODEL_OPTS"],
             "ports": [

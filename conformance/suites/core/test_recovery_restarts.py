@@ -32,7 +32,14 @@ from conformance.cluster.faults import Fault
 from conformance.framework import realnodes
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
-from conformance.framework.modelserving import ModelServings, expected_pod_count, member, role_of, running_ready
+from conformance.framework.modelserving import (
+    ModelServings,
+    container_of,
+    expected_pod_count,
+    member,
+    role_of,
+    running_ready,
+)
 from conformance.framework.rollout_watch import Layout, RolloutWatch
 
 API = "api-reference-workload-v1alpha1.txt"
@@ -79,7 +86,7 @@ def _restart_where_declared(ms: ModelServings, faults: Any, pod: Any, real: Real
         _restart(ms, faults, pod.metadata.name)
         return
     name = pod.metadata.name
-    realnodes.crash_container(ms.kube.core, ms.ns, name, pod.spec.containers[0].name)
+    realnodes.crash_container(ms.kube.core, ms.ns, name, container_of(pod).name)
 
     def seen() -> Any:
         found = [p for p in ms.pods(NAME) if p.metadata.name == name and p.metadata.uid == pod.metadata.uid]

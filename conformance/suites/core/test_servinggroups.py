@@ -6,7 +6,7 @@ from typing import Any
 
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
-from conformance.framework.modelserving import ModelServings, expected_pod_count, member
+from conformance.framework.modelserving import ModelServings, container_of, expected_pod_count, member
 from conformance.framework.outcomes import Inconclusive
 
 API = "api-reference-workload-v1alpha1.txt"
@@ -25,7 +25,7 @@ def test_every_pod_of_every_servinggroup_is_created(ms: ModelServings, manifest:
     pods = ms.wait_pods("basic", expected_pod_count(body))
     members = sorted(member(p) for p in pods)
     assert members == ["entry"] * 2 + ["worker"] * 4, f"entry/worker split is wrong: {members}"
-    images = {member(p): {p.spec.containers[0].image} for p in pods}
+    images = {member(p): {container_of(p).image} for p in pods}
     assert images["entry"] == {"registry.example/engine:v1"}
     assert images["worker"] == {"registry.example/engine-worker:v1"}
 

@@ -13,13 +13,11 @@ from conformance.framework.rollout_watch import RolloutWatch
 from . import (
     EVICTION,
     Binder,
-    evict_when_allowed,
     expect_allowed,
     expect_budget_refused,
     expect_instance_floor,
     instances_by_index,
     pod_of,
-    recover,
     start,
     with_strategy,
 )
@@ -31,8 +29,7 @@ NAME = "roles"
     "eviction/role/role-min-available",
     "With protectionLevel Role, an Eviction that would leave fewer ready instances of a Role than its "
     "roleMinAvailable (a number, or a percentage of its instances) MUST be refused, evicting a worker MUST count "
-    "as disrupting its whole Role instance, Evictions within the budget MUST be allowed, and a Role absent from "
-    "roleMinAvailable MUST NOT be protected.",
+    "as disrupting its whole Role instance, and a Role absent from roleMinAvailable MUST NOT be protected.",
     EVICTION,
     Feature.ROLE_EVICTION_BUDGET,
 )
@@ -50,22 +47,25 @@ def test_role_min_available_protects_named_roles_only(ms: ModelServings, manifes
         def pod(instance: tuple[str, str], member: str = "entry") -> str:
             return pod_of(s, instance[0], member, instance[1]).name
 
-        expect_allowed(ms.evict(pod(prefill[0], "worker")), f"{what}: evicting the worker of prefill {prefill[0]}")
-        expect_budget_refused(ms.evict(pod(prefill[1])), f"{what}: evicting the entry of prefill {prefill[1]} "
-                              "with 2 prefill instances ready")  # fmt: skip
-        expect_budget_refused(ms.evict(pod(prefill[2], "worker")), f"{what}: evicting the worker of prefill "
-                              f"{prefill[2]} with 2 prefill instances ready")  # fmt: skip
-        expect_allowed(ms.evict(pod(decode[0])), f"{what}: evicting decode {decode[0]} (2 ready, 1 after)")
-        expect_budget_refused(ms.evict(pod(decode[1])), f"{what}: evicting decode {decode[1]} with 1 ready")
+        # The floor is the guarantee: an Eviction may be refused above it, never allowed below it. An allowed
+        # Eviction of any Pod (a worker included) disrupts its whole Role instance.
+        ready = {"prefill": 3, "decode": 2}
+        floor = {"prefill": 2, "decode": 1}
+        tries = [("prefill", prefill[0], "worker"), ("prefill", prefill[1], "entry"), ("prefill", prefill[2], "worker"),
+                 ("decode", decode[0], "entry"), ("decode", decode[1], "entry")]  # fmt: skip
+        for role_name, instance, member in tries:
+            answer = ms.evict(pod(instance, member))
+            where = f"{what}: evicting the {member} of {role_name} {instance} with {ready[role_name]} ready"
+            if answer.allowed:
+                ready[role_name] -= 1
+                assert ready[role_name] >= floor[role_name], (
+                    f"{where}: it leaves {ready[role_name]} ready {role_name} instances, below roleMinAvailable "
+                    f"{floor[role_name]}, so it MUST be refused; answered {answer.describe()}"
+                )
+            else:
+                expect_budget_refused(answer, where)
         for instance in router:
             expect_allowed(ms.evict(pod(instance)), f"{what}: evicting router {instance} (unprotected)")
         timeline = watch.snapshot_timeline()
         expect_instance_floor(timeline, layout, "prefill", 2, what)
         expect_instance_floor(timeline, layout, "decode", 1, what)
-
-        def all_ready(snap: Any) -> bool:
-            return all(len(snap.ready_instances(layout, r)) == n for r, (n, _) in layout.roles.items())
-
-        recover(watch, binder, all_ready, f"{what}: every Role instance ready again")
-        evict_when_allowed(ms, pod_of(watch.latest(), prefill[1][0], "entry", prefill[1][1]).name,
-                           f"{what}, once every prefill instance is ready again")  # fmt: skip

@@ -14,7 +14,6 @@ from conformance.framework.rollout_watch import RolloutWatch, Snapshot
 from . import (
     EVICTION,
     Binder,
-    evict_when_allowed,
     expect_budget_refused,
     pod_of,
     start,
@@ -28,8 +27,7 @@ V1, V2 = "registry.example/engine:v1", "registry.example/engine:v2"
 @behaviour(
     "eviction/servinggroup/during-rollout",
     "While a ServingGroupRollingUpdate (maxUnavailable 1 of 4) holds one ServingGroup down and minAvailable is "
-    "3, an Eviction of a Pod of a ready ServingGroup MUST be refused, and once the update has finished an Eviction "
-    "MUST be allowed.",
+    "3, an Eviction of a Pod of a ready ServingGroup MUST be refused.",
     EVICTION,
     Feature.EVICTION_BUDGET,
     requires=(Feature.ROLLING_UPDATE,),
@@ -59,6 +57,7 @@ def test_evictions_refused_while_the_rollout_holds_the_floor(ms: ModelServings, 
         for group, member in ((ready[0], "entry"), (ready[-1], "worker")):
             answer = ms.evict(pod_of(down, group, member).name)
             expect_budget_refused(answer, f"{what}: evicting the {member} of {group} while the rollout holds 3 ready")
+        # Whether an Eviction is allowed again after the update is eviction/servinggroup/within-budget-allowed's
+        # SHOULD (the spec guarantees the floor only); the rollout is let finish so the namespace ends clean.
         with binder.running():
-            done = watch.wait_settled({"server": V2}, f"{what}: the rollout to finish")
-        evict_when_allowed(ms, pod_of(done, ready[0], "entry").name, f"{what}, after the rollout")
+            watch.wait_settled({"server": V2}, f"{what}: the rollout to finish")

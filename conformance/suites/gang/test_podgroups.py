@@ -51,8 +51,7 @@ def _min_member(body: dict[str, Any]) -> Any:
 @behaviour(
     "gang/podgroup/one-per-servinggroup",
     "With schedulerName volcano, every Pod of a ServingGroup MUST name in its scheduling.k8s.io/group-name "
-    "annotation one PodGroup of that ServingGroup alone, and that PodGroup MUST exist with an ownerReference to "
-    "the ModelServing.",
+    "annotation one PodGroup of that ServingGroup alone, and that PodGroup MUST exist.",
     GANG_POLICY,
     Feature.GANG_SCHEDULING,
 )

@@ -50,20 +50,32 @@ def instances(ms: ModelServings, pods: Iterable[Any]) -> list[Instance]:
 
 
 def reaching(ms: ModelServings, pods: Iterable[Any]) -> dict[str, set[str]]:
-    """Every Service in the namespace that selects one of ``pods`` or whose EndpointSlices list
-    one of them: Service name -> the names of those Pods it reaches."""
+    """Every headless Service (``clusterIP: None``, what the plugin "maintains") in the namespace that
+    selects one of ``pods`` or whose EndpointSlices list one of them: Service name -> the names of
+    those Pods it reaches. A Service with a cluster IP (a user's, a mesh's or an implementation's own
+    load-balancing Service) is no plugin Service and is not counted."""
     wanted = {p.metadata.name: p for p in pods}
+    services = ms.services()
+    headless = {name for name, svc in services.items() if (svc.spec.cluster_ip or "") == "None"}
     out: dict[str, set[str]] = defaultdict(set)
-    for name, svc in ms.services().items():
+    for name in headless:
         for pod_name, pod in wanted.items():
-            if selects(svc.spec.selector, pod.metadata.labels):
+            if selects(services[name].spec.selector, pod.metadata.labels):
                 out[name].add(pod_name)
     for s in ms.kube.discovery.list_namespaced_endpoint_slice(ms.ns).items:
         service = (s.metadata.labels or {}).get("kubernetes.io/service-name")
         for ep in s.endpoints or []:
-            if service and ep.target_ref is not None and ep.target_ref.name in wanted:
+            if service in headless and ep.target_ref is not None and ep.target_ref.name in wanted:
                 out[service].add(ep.target_ref.name)
     return dict(out)
+
+
+def confined(reach: dict[str, set[str]], members: Iterable[str]) -> dict[str, set[str]]:
+    """The Services of ``reach`` (over every Pod of the ModelServing) that reach some of ``members``
+    and nothing else: a plugin Service is one Role instance's (an Entry or a Discovery Service), so a
+    headless Service spanning instances is the implementation's own, not counted as the plugin's."""
+    names = set(members)
+    return {svc: reached for svc, reached in reach.items() if reached & names and reached <= names}
 
 
 def uids(ms: ModelServings, names: Iterable[str]) -> dict[str, str | None]:

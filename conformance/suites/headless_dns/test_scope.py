@@ -18,7 +18,7 @@ from conformance.framework.features import Feature
 from conformance.framework.modelserving import ModelServings, env_of, expected_pod_count, member, role_of
 
 from . import ENTRY_ADDRESS, USING_PLUGINS, entries, wait_endpoints
-from .instances import instances, reaching
+from .instances import confined, instances, reaching
 
 
 def _start(ms: ModelServings, body: dict[str, Any]) -> list[Any]:
@@ -82,26 +82,32 @@ def test_explicit_target_all_is_accepted(ms: ModelServings, manifest: Any) -> No
 @behaviour(
     "dns/scope/two-services-per-instance",
     "Every in-scope Role instance with a workerTemplate, also one with workerReplicas 0, MUST have exactly two "
-    "Services reaching its Pods (the Entry and the Discovery Service).",
+    "headless Services of its own reaching its Pods (the Entry and the Discovery Service).",
     USING_PLUGINS,
     Feature.HEADLESS_SERVICE,
 )
 def test_each_instance_has_exactly_two_services(ms: ModelServings, manifest: Any) -> None:
     pods = _start(ms, manifest("dns-count"))  # Role pair (one worker) and Role zero (workerReplicas 0)
     by_role = {role: [p for p in pods if role_of(p) == role] for role in ("pair", "zero")}
+    names = {role: {p.metadata.name for p in members} for role, members in by_role.items()}
+
+    def per_role() -> dict[str, dict[str, set[str]]]:
+        reach = reaching(ms, pods)
+        return {role: confined(reach, members) for role, members in names.items()}
+
     for role, members in by_role.items():
         (instance,) = instances(ms, members)
         wait_endpoints(ms, instance.discovery, members)
         ms.wait("services", f"two Services reaching the Pods {list(instance.pods)} of Role {role}",
-                functools.partial(reaching, ms, members), lambda seen: len(seen) >= 2)  # fmt: skip
+                per_role, functools.partial(lambda r, seen: len(seen[r]) >= 2, role))  # fmt: skip
 
     def exactly_two(seen: dict[str, dict[str, set[str]]]) -> bool:
         return all(len(services) == 2 for services in seen.values())
 
     ms.holds(
-        "exactly two Services (Entry and Discovery) reaching the Pods of each Role instance, for Role pair "
-        "(one worker) and Role zero (workerReplicas 0)",
-        lambda: {role: reaching(ms, members) for role, members in by_role.items()},
+        "exactly two headless Services (Entry and Discovery) reaching the Pods of each Role instance and no other "
+        "Pod, for Role pair (one worker) and Role zero (workerReplicas 0)",
+        per_role,
         exactly_two,
     )
 

@@ -32,10 +32,9 @@ from conformance.suites.rollout import roles_of, uids_of
 from . import ELIGIBILITY
 from .test_eligibility_rules import ENGINE_V2, FALLBACK, _engine_image, _on_template
 
-TOPOLOGY = {
-    "groupPolicy": {"mode": "hard", "highestTierAllowed": 2},
-    "rolePolicy": {"mode": "soft", "highestTierAllowed": 1},
-}
+# The spec documents groupPolicy and rolePolicy, not what a NetworkTopologySpec holds (that is the
+# scheduler's: Volcano's mode and highestTierAllowed), so the test adds both policies empty (issue 31).
+TOPOLOGY: dict[str, dict[str, object]] = {"groupPolicy": {}, "rolePolicy": {}}
 
 
 def _falls_back(ms: ModelServings, body: dict[str, Any], field: str, what: str, *, refusable: bool) -> None:

@@ -8,7 +8,13 @@ from conformance.cluster.faults import Fault
 from conformance.framework import realnodes
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
-from conformance.framework.modelserving import ModelServings, expect_refused, expected_pod_count, running_ready
+from conformance.framework.modelserving import (
+    ModelServings,
+    container_of,
+    expect_refused,
+    expected_pod_count,
+    running_ready,
+)
 from conformance.framework.rollout_watch import Layout, RolloutWatch
 from conformance.suites.rollout import expect_status_updated, never_gone, patch_roles, start, uids_of, with_image
 
@@ -84,8 +90,8 @@ SIMULATED_RESTART = "kwok's in-place stage marked the container restarted on the
 
 
 def _running_image(pod: Any) -> tuple[str, int]:
-    """(imageID, restartCount) of the Pod's first container as the kubelet reports it."""
-    (status,) = [s for s in pod.status.container_statuses or [] if s.name == pod.spec.containers[0].name] or [None]
+    """(imageID, restartCount) of the Pod's template container as the kubelet reports it."""
+    (status,) = [s for s in pod.status.container_statuses or [] if s.name == container_of(pod).name] or [None]
     return (status.image_id or "", status.restart_count or 0) if status is not None else ("", 0)
 
 

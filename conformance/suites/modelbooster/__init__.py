@@ -12,11 +12,12 @@ every Pod and that container carries the backend's ``env`` (C3); the cache volum
 is mounted at the documented path in that container and in the downloader init container of
 every Pod (C4, C5); the downloader is an init container that is given the ``modelURI`` (its image
 and arguments are the implementation's: only that the string appears in its command, args or env,
-C6); ``schedulerName`` becomes the child's (C7), ``runtimeClassName`` the Pods' (C8); the
+or in a ConfigMap or Secret it reads through env, envFrom or a mounted volume, C6);
+``schedulerName`` becomes the child's (C7), ``runtimeClassName`` the Pods' (C8); the
 converter paragraph of the plugin document (headless-service on a new child, stable as worker
 counts change; no workerTemplate for a worker without workers, C9-C11); renaming the backend
 replaces the child (C12); ``status.observedGeneration`` (C13). A PVC cache is asserted on the
-child's templates only: the suite makes no claim for the Pods to run with (C5).
+Pods as created: the suite makes no claim, so they stay Pending, but they exist (C5).
 
 **Without the CRD** (``modelboosters.workload.serving.volcano.sh``) every test is inconclusive
 with that reason; the preflight says so too, and no other profile is affected.

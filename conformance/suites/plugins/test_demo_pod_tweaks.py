@@ -12,7 +12,7 @@ from typing import Any
 
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
-from conformance.framework.modelserving import ModelServings, expected_pod_count, member, role_of
+from conformance.framework.modelserving import ModelServings, container_of, expected_pod_count, member, role_of
 
 API = "api-reference-workload-v1alpha1.txt"
 PLUGINS = "plugin-framework-and-headless-service.txt"
@@ -165,8 +165,8 @@ def test_plugins_run_in_list_order(ms: ModelServings, manifest: Any) -> None:
     workers = [p for p in pods if member(p) == "worker"]
     assert workers, f"expected worker Pods; seen {[_where(p) for p in pods]}"
     for pod in workers:
-        names = [n for n, _ in _env(pod.spec.containers[0])]
-        where = f"container {pod.spec.containers[0].name} of {_where(pod)}"
+        names = [n for n, _ in _env(container_of(pod))]
+        where = f"container {container_of(pod).name} of {_where(pod)}"
         assert "ENTRY_ADDRESS" in names and "ORDER_MARK" in names, (
             f"expected ENTRY_ADDRESS (headless-service) and ORDER_MARK (demo-pod-tweaks) in {where}; seen {names}"
         )

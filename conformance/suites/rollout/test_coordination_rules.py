@@ -23,7 +23,7 @@ from typing import Any
 
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
-from conformance.framework.modelserving import ModelServings, expect_refused, role_of
+from conformance.framework.modelserving import ModelServings, container_of, expect_refused, role_of
 from conformance.framework.rollout_watch import Layout, RolloutWatch, Snapshot, Timeline
 from conformance.suites.eviction import Binder
 from conformance.suites.eviction import start as start_bound
@@ -56,7 +56,7 @@ class HoldingBinder(Binder):
 
 def on_new(pod: Any, name: str) -> bool:
     """A Pod of Role ``name`` built from the new template (its image)."""
-    return role_of(pod) == name and pod.spec.containers[0].image == NEW[name]
+    return role_of(pod) == name and container_of(pod).image == NEW[name]
 
 
 def never(pod: Any, everything: list[Any]) -> bool:

@@ -91,10 +91,11 @@ def test_max_skew_holds_in_each_servinggroup(ms: ModelServings, manifest: Any) -
 
 @behaviour(
     "rollout/coordination/not-under-servinggroup-rolling",
-    "roleCoordination with rolloutStrategy.type ServingGroupRollingUpdate MUST either be refused at admission or "
-    "take no effect: with dependencies [{role: a, dependsOn: [b]}], 2 ServingGroups and maxUnavailable 1, while "
-    "Role b's new Pods cannot run the ServingGroup being updated MUST get its Role a Pod on the new template, at "
-    "least 1 ServingGroup MUST be ready and no more than 2 MUST exist at every moment, and the update MUST finish.",
+    'roleCoordination with rolloutStrategy.type ServingGroupRollingUpdate (the spec defines it only "to be used '
+    'when type is RoleRollingUpdate") SHOULD either be refused at admission or take no effect: with dependencies '
+    "[{role: a, dependsOn: [b]}], 2 ServingGroups and maxUnavailable 1, while Role b's new Pods cannot run the "
+    "ServingGroup being updated gets its Role a Pod on the new template, at least 1 ServingGroup is ready and no "
+    "more than 2 exist at every moment, and the update finishes.",
     STRATEGY,
     Feature.ROLE_COORDINATION,
     requires=(Feature.ROLLING_UPDATE,),

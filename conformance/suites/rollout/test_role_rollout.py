@@ -56,8 +56,9 @@ def _roll_a(ms: ModelServings, body: dict[str, Any], what: str) -> tuple[Any, La
 
 @behaviour(
     "rollout/role/unchanged-role-keeps-pods",
-    "Under RoleRollingUpdate, changing one Role's template MUST update that Role's instances in every "
-    "ServingGroup and MUST NOT delete or recreate any Pod of the other Roles.",
+    "Under RoleRollingUpdate, changing one Role's template SHOULD leave the other Roles' Pods alone (none deleted "
+    "or recreated) while that Role's instances are updated in every ServingGroup (the spec names the Role "
+    "instance as the unit recreated, without saying an unchanged Role keeps its Pods).",
     STRATEGY,
     Feature.ROLE_ROLLING_UPDATE,
 )

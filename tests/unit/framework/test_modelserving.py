@@ -187,7 +187,12 @@ def _pod(name: str, phase: str | None, ready: bool = False, deleting: bool = Fal
 @pytest.mark.parametrize(
     ("pods", "expected"),
     [
-        pytest.param([], "no Pod with a controller ownerReference to ModelServing ns/ms exists", id="none"),
+        pytest.param(
+            [],
+            "no Pod of ModelServing ns/ms exists (label conformance.kthena.io/modelserving=ms, or a controller "
+            "ownerReference to it)",
+            id="none",
+        ),
         pytest.param(
             [_pod("ms-0-a-0-0", "Running", ready=True), _pod("ms-0-a-0-1", "Pending"), _pod("x", None)],
             "3 Pod(s): ms-0-a-0-0 (Running, Ready), ms-0-a-0-1 (Pending, not Ready), x (no phase yet, not Ready)",
@@ -244,5 +249,5 @@ def test_a_pod_wait_that_times_out_says_what_there_was_and_what_the_implementati
     with pytest.raises(AssertionError) as info:
         ms.wait_pods("ms", 2)
     message = str(info.value)
-    assert "no Pod with a controller ownerReference to ModelServing ns/ms exists" in message
+    assert "no Pod of ModelServing ns/ms exists" in message
     assert message.endswith(expected)

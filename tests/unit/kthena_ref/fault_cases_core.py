@@ -86,6 +86,26 @@ def probe_current_revision() -> tuple[int, bool]:
     return status.current_replicas, status.current_revision == status.update_revision
 
 
+def probe_podgroup_annotations() -> list[str]:
+    """2 ServingGroups under gang scheduling: the PodGroup each entry Pod names, by ordinal."""
+    from kthena_ref.planner.names import ANNOTATION_PODGROUP
+
+    pods = fresh_pods(MS().replicas(2).role("r", 1, 0).build(), podgroups=[])
+    return [
+        str(p["metadata"]["annotations"][ANNOTATION_PODGROUP])
+        for p in sorted(pods, key=lambda p: p["metadata"]["name"])
+    ]
+
+
+def probe_update_revision_after_scaling() -> bool:
+    """1 ServingGroup scaled to 2, converged: whether status.updateRevision stayed the same."""
+    w = world(MS().replicas(1).role("r", 1, 0).build())
+    before = w.plan().status["updateRevision"]
+    w.ms = edit_spec(w.ms, lambda spec: spec.update(replicas=2))
+    w.converge()
+    return bool(w.plan().status["updateRevision"] == before)
+
+
 def probe_status_written() -> tuple[bool, bool]:
     """Whether the executor writes a status for spec.replicas 0 and for spec.replicas 1."""
 
@@ -197,7 +217,22 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
         ("enums-not-validated",),
     ),
     ("available-counts-unready", probe_available_unready, 1, 2, ("stale-available-replicas",)),
-    ("current-revision-is-update", probe_current_revision, (1, False), (2, True), ("partition-ignored",)),
+    (
+        "current-revision-is-update",
+        probe_current_revision,
+        (1, False),
+        (2, True),
+        ("partition-ignored", "current-replicas-counts-all"),
+    ),
+    (
+        "current-replicas-counts-all",
+        lambda: probe_current_revision()[0],
+        1,
+        3,
+        ("partition-ignored", "current-revision-is-update"),
+    ),
+    ("status-revision-counts-replicas", probe_update_revision_after_scaling, True, False, ()),
+    ("podgroup-named-by-group-zero", probe_podgroup_annotations, ["ms-0", "ms-1"], ["ms-0", "ms-0"], ()),
     ("no-status-at-zero-replicas", probe_status_written, (True, True), (False, True), ()),
     (
         "emptied-group-wedged",

@@ -373,7 +373,7 @@ CASES: list[tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]] = [
         ),
         True,
         False,
-        (),
+        ("eviction-budget-too-strict",),  # it refuses the same Eviction at the floor of minAvailable 1
     ),
     # Rollout: roleCoordination's rules (maxSkew's form is validated with the admission rules)
     (

@@ -2,7 +2,7 @@
 
 Why this module exists: ``test_faults.py`` holds one probe per fault; these are the ones for the
 Role-level scale-down order, the recreation of a partition-protected ServingGroup or Role
-instance and the CRD's embedded PodSpec list-maps, kept apart so the table there stays
+instance, a scale-down under a partition and the CRD's embedded PodSpec list-maps, kept apart so the table there stays
 readable. Each row is ``(fault, probe, off, on, overlaps)``: ``overlaps`` names the other faults
 that break the same observable on purpose.
 """
@@ -15,7 +15,7 @@ from typing import Any
 from kthena_ref.api.crd import crd
 from kthena_ref.api.types import ModelServing
 
-from .builders import MS, deleted, edit_spec, pending, world
+from .builders import MS, deleted, edit_spec, pending, with_cost, world
 
 Row = tuple[str, Callable[[], Any], Any, Any, tuple[str, ...]]
 
@@ -69,6 +69,42 @@ def probe_group_partition_refill() -> str:
     return str(w.pods["ms-0-r-0-0"]["spec"]["containers"][0]["image"])
 
 
+def _entry_images(w: Any, unit: Callable[[str], str]) -> dict[str, str]:
+    return {unit(n): str(pod["spec"]["containers"][0]["image"]) for n, pod in w.pods.items() if n.endswith("-0")}
+
+
+def _costly_updates(w: Any, image: str) -> None:
+    """Deletion cost 100 on every Pod running ``image``."""
+    for name, pod in list(w.pods.items()):
+        if pod["spec"]["containers"][0]["image"] == image:
+            w.pods[name] = with_cost(pod, 100)
+
+
+def probe_group_partition_scale_down() -> dict[str, str]:
+    """3 ServingGroups, partition 2, updated to engine:v2 (group 2), the protected groups' Pods made the
+    cheapest to delete, then scaled to 2: the image of each group left."""
+    w = world(MS().replicas(3).role("r", 1, 0).rollout(partition=2).build())
+    w.ms = edit_spec(w.ms, _entry_image("engine:v2"))
+    w.converge()
+    _costly_updates(w, "engine:v2")
+    w.ms = edit_spec(w.ms, lambda spec: spec.update(replicas=2))
+    w.converge()
+    return _entry_images(w, lambda n: n.rsplit("-", 3)[0])
+
+
+def probe_role_partition_scale_down() -> dict[str, str]:
+    """RoleRollingUpdate, Role a of 3 instances, partition 2, updated to a:v2 (instance 2), which is made
+    the costliest to delete, then scaled to 2 instances: the image of each instance left."""
+    ms = MS().role("a", 3, 0, image="a:v1").rollout(type="RoleRollingUpdate").build()
+    w = world(edit_spec(ms, lambda spec: spec["template"]["roles"][0].update(partition=2)))
+    w.ms = edit_spec(w.ms, _entry_image("a:v2"))
+    w.converge()
+    _costly_updates(w, "a:v2")
+    w.ms = edit_spec(w.ms, _role_replicas(2))
+    w.converge()
+    return _entry_images(w, lambda n: "-".join(n.split("-")[2:4]))
+
+
 def probe_pod_template_list_maps() -> dict[str, Any]:
     """The list type of hostAliases and of a container's env in the CRD's embedded PodSpec."""
     version = crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
@@ -113,5 +149,20 @@ CASES: list[Row] = [
         "a:v1",
         "a:v2",
         ("current-revision-is-update", "role-partition-absolute-ignored"),  # the probe's partition is a number
+    ),
+    # issue 31, section 5: a scale-down under a partition removes the updated units outside it first
+    (
+        "scale-down-ignores-partition",
+        probe_group_partition_scale_down,
+        {"ms-0": "engine:v1", "ms-1": "engine:v1"},
+        {"ms-0": "engine:v1", "ms-2": "engine:v2"},
+        ("partition-ignored",),
+    ),
+    (
+        "role-scale-down-ignores-partition",
+        probe_role_partition_scale_down,
+        {"a-0": "a:v1", "a-1": "a:v1"},
+        {"a-0": "a:v1", "a-2": "a:v2"},
+        ("role-partition-absolute-ignored", "role-scale-down-ignored"),
     ),
 ]

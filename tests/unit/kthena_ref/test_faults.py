@@ -480,6 +480,12 @@ CASES = [
         (False, "minAvailable 2"),
         (True, ""),
     ),
+    Case(  # 2 of 3 ready after the eviction, minAvailable 2: allowed; the fault refuses it
+        "eviction-budget-too-strict",
+        lambda: probe_eviction(3, set(), 0, minAvailable=2),
+        (True, ""),
+        (False, "minAvailable 2"),
+    ),
     Case(  # 50% of 3 is 1.5: 2 rounded up, 1 down (nothing ready is left either way)
         "eviction-percent-rounds-down",
         lambda: probe_eviction(3, {1, 2}, 0, minAvailable="50%"),
