@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cluster import docker_engine
 from conformance.cluster.docker_engine import (
     MISSING_CAPABILITY,
     RUNTIME_NAME,
@@ -65,7 +64,7 @@ def test_ensure_packages_is_a_no_op_when_the_programs_exist() -> None:
 
 
 def test_ensure_packages_refuses_without_root(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(docker_engine.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(HarnessError) as info:
         ensure_packages({"no-such-program-kthena": "docker.io"})
     assert "not root" in info.value.message and "docker.io" in info.value.message
@@ -73,14 +72,14 @@ def test_ensure_packages_refuses_without_root(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_ensure_packages_without_apt(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(docker_engine.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(HarnessError, match="has no apt-get"):
         ensure_packages({"no-such-program-kthena": "docker.io"})
 
 
 def test_ensure_packages_names_a_failing_apt(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(docker_engine.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
     apt = tmp_path / "apt-get"
     apt.write_text("#!/bin/sh\necho 'E: Unable to locate package docker.io' >&2\nexit 100\n")
     apt.chmod(0o755)
