@@ -4,7 +4,8 @@ host put back as it was.
 kind needs a Docker engine. On a machine without one the harness installs Debian's ``docker.io``
 (``apt-get``; it brings dockerd, containerd, runc and iptables) and starts its own ``dockerd``:
 data root under the cache (``<cache>/docker``: the locally built node image survives between
-runs), exec root, socket, pidfile and log under the run directory (``<cache>/clusters/dockerd``).
+runs), exec root, socket, pidfile and log in ``<cache>/kind/dockerd`` (not under ``<cache>/clusters``,
+which the local provider sweeps).
 Every Docker command the harness runs (and kind, which runs ``docker``) is pointed at that socket
 with ``DOCKER_HOST``. An engine that already answers (``DOCKER_HOST``, or ``/var/run/docker.sock``)
 is used as it is and never stopped.
@@ -44,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import HarnessError
-from .paths import cache_root, runs_root
+from .paths import cache_root
 
 if TYPE_CHECKING:
     from .realnode.host import HostSnapshot
@@ -98,6 +99,12 @@ def _quiet(_: str) -> None:
     pass
 
 
+def kind_root() -> Path:
+    """The kind provider's state (its dockerd's run directory, its clusters' directories): outside
+    ``runs_root()``, whose directories the local provider sweeps when no supervisor holds them."""
+    return cache_root() / "kind"
+
+
 @dataclass(frozen=True)
 class EnginePaths:
     """Where the harness's dockerd keeps its state (pure)."""
@@ -107,7 +114,7 @@ class EnginePaths:
 
     @classmethod
     def default(cls) -> EnginePaths:
-        return cls(runs_root() / "dockerd", cache_root() / "docker")
+        return cls(kind_root() / "dockerd", cache_root() / "docker")
 
     @property
     def exec_root(self) -> Path:

@@ -38,7 +38,6 @@ import yaml
 from .declared import RealNodes
 from .errors import HarnessError, UnsupportedOperation
 from .faults import Fault, FaultInjector
-from .paths import runs_root
 from .provider import ClusterInfo, Progress, Provider, quiet
 from .runner_address import DETAILS_KEY as RUNNER_ADDRESS
 from .runner_address import KIND_NETWORK, docker_network_gateway
@@ -276,10 +275,12 @@ class KindProvider(Provider):
     )
 
     def __init__(self, runs: Path | None = None) -> None:
-        self.runs = runs or runs_root()
+        from .docker_engine import kind_root
+
+        self.runs = runs or kind_root() / "clusters"
 
     def _dir(self, name: str) -> Path:
-        return self.runs / f"kind-{name}"
+        return self.runs / name
 
     def _tools(self, progress: Progress) -> Any:
         """The harness's binaries with kind's (built on first use); kind's path remembered for ``_run``."""

@@ -70,6 +70,8 @@ ROOTFS_PACKAGES = (
     "runc",
     "containernetworking-plugins",
     "socat",
+    # the Python images (the reference controller, the fake DRA drivers) use this root file system too
+    "python3",
 )
 CNI_BIN_DIR = "/usr/lib/cni"
 RUNC_PATH = "/usr/sbin/runc"
@@ -183,6 +185,7 @@ mount --make-rshared /
 # cgroup v1: the kubelet's cgroup root (/kubelet, /kubelet.slice under the systemd driver) in every
 # hierarchy, bind-mounted onto itself so systemd does not remove it before the kubelet starts.
 if [ ! -f /sys/fs/cgroup/cgroup.controllers ]; then
+  log "detected cgroup v1"  # kind waits for this line (or systemd's multi-user.target one)
   mount --make-rprivate /sys/fs/cgroup
   for hierarchy in $(grep ' - cgroup ' /proc/self/mountinfo | cut -d' ' -f5); do
     for root in kubelet kubelet.slice; do
@@ -235,10 +238,16 @@ exec "$@"
 
 PRELOAD = r"""#!/bin/sh
 # Written by kthena-conformance (conformance/cluster/kindnode.py): imports the images this node
-# image carries into containerd (no registry to pull them from), before the kubelet starts.
-set -eu
+# image carries into containerd (no registry to pull them from), before the kubelet starts. kind
+# restarts containerd once (to apply its config patches): an import it interrupts is tried again.
+set -u
 for archive in /kind/images/*.tar; do
-  ctr --namespace k8s.io images import "$archive" >/dev/null
+  tries=0
+  until ctr --namespace k8s.io images import "$archive" >/dev/null 2>&1; do
+    tries=$((tries + 1))
+    if [ "$tries" -ge 120 ]; then echo "could not import $archive into containerd" >&2; exit 1; fi
+    sleep 1
+  done
 done
 touch /run/kthena-images-imported
 """
@@ -548,7 +557,9 @@ class NodeImageBuilder:
         mirror = debian_mirror(_read_sources())
         rootfs_digest, digest = self.recipe(mirror, tags, hashlib.sha256(busybox).hexdigest())
         tag = node_image_tag(digest)
-        preloaded = (*sorted(tags.values()), COREDNS_IMAGE, *sorted(images.WORKLOAD_IMAGES.values()))
+        # kubeadm's CoreDNS image is not carried: its add-on is skipped (kindnet.py installs the harness's)
+        carried = sorted(ref for name, ref in tags.items() if name != "coredns")
+        preloaded = (*carried, COREDNS_IMAGE, *sorted(images.WORKLOAD_IMAGES.values()))
         found = self._docker("image", "inspect", "--format", "{{.Id}}", tag, timeout=60)
         if found.returncode == 0:
             return NodeImage(tag, found.stdout.strip(), None, preloaded)
@@ -592,6 +603,13 @@ class NodeImageBuilder:
         elapsed = time.monotonic() - started
         progress(f"node image {tag} built in {elapsed:.0f}s")
         return NodeImage(tag, image_id, elapsed, preloaded)
+
+    def rootfs(self, *, progress: Progress = _quiet) -> tuple[Path, str]:
+        """The node's root file system tar (built once) and its sha256: other images' base layer."""
+        mirror = debian_mirror(_read_sources())
+        digest, _ = self.recipe(mirror, {"pause": ""}, "")
+        path = self._rootfs(mirror, digest, progress)
+        return path, self._rootfs_sha(path)
 
     def _rootfs_sha(self, rootfs: Path) -> str:
         sha = rootfs.with_suffix(".sha256")
@@ -674,3 +692,138 @@ class NodeImageBuilder:
             images.write_archive(path, data)
             out.append(path)
         return out
+
+
+# --- the project's own images (the reference controller, the fake DRA drivers) -------------------
+
+APP_DIR = "/opt/kthena"
+PYTHON_LAUNCHERS = {
+    "kthena-ref": "from kthena_ref.cli import main\nmain()\n",
+    "fake-devices": "import runpy\nrunpy.run_module('fake_devices', run_name='__main__')\n",
+    "kthena-conformance": "from conformance.cli import run\nrun()\n",
+}
+
+
+def launcher(body: str) -> str:
+    """A console script for the image's Python, with the project on its path (pure)."""
+    return f"#!/usr/bin/python3\nimport sys\nsys.path.insert(0, {APP_DIR!r})\n{body}"
+
+
+def app_entries(site: Path) -> dict[str, Entry]:
+    """Layer entries for a ``pip install --target`` tree at ``site`` and the launchers."""
+    entries: dict[str, Entry] = {}
+    for path in sorted(site.rglob("*")):
+        relative = path.relative_to(site)
+        if relative.parts[0] == "bin" or "__pycache__" in relative.parts:
+            continue
+        target = f"{APP_DIR}/{relative.as_posix()}"
+        if path.is_symlink():
+            entries[target] = images.Symlink(os.readlink(path))
+        elif path.is_dir():
+            entries[target] = images.Directory()
+        else:
+            entries[target] = FromPath(path, 0o755 if os.access(path, os.X_OK) else 0o644)
+    for name, body in PYTHON_LAUNCHERS.items():
+        entries[f"/usr/local/bin/{name}"] = images.File(launcher(body).encode(), 0o755)
+    return entries
+
+
+def build_app_images(
+    project: Path,
+    rootfs: Path,
+    rootfs_sha: str,
+    tags: Mapping[str, tuple[str, ...]],
+    docker_env: Mapping[str, str],
+    work: Path,
+    *,
+    progress: Progress = _quiet,
+) -> None:
+    """The project installed (``pip install --target``, dependencies from PyPI) on the node's root
+    file system, loaded into Docker once per entrypoint: ``tags`` maps a launcher name
+    (:data:`PYTHON_LAUNCHERS`) to the tags of the image that runs it."""
+    import sys
+
+    site = work / "site"
+    progress(f"installing {project.name} and its dependencies for the image (pip --target)")
+    pip = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-compile",
+            "--target",
+            str(site),
+            str(project),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=1200,
+    )
+    if pip.returncode != 0:
+        raise HarnessError(
+            f"pip install of {project} failed: {pip.stderr.strip()[-400:]}",
+            "check that PyPI is reachable (pip's configuration)",
+        )
+    layer = work / "app.layer.tar"
+    digest = write_layer(layer, app_entries(site))
+    for name, image_tags_ in tags.items():
+        archive = work / f"{name}.tar"
+        config = images.ImageConfig(
+            entrypoint=(f"/usr/local/bin/{name}",), env=(images.DEFAULT_PATH, "PYTHONUNBUFFERED=1")
+        )
+        write_image_archive(archive, [(rootfs, rootfs_sha), (layer, digest)], config, list(image_tags_))
+        loaded = subprocess.run(
+            ["docker", "load", "--input", str(archive)],
+            env=dict(docker_env),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
+        if loaded.returncode != 0:
+            raise HarnessError(
+                f"`docker load` of {', '.join(image_tags_)} failed: {loaded.stderr.strip()[-300:]}",
+                "see the Docker engine's log",
+            )
+        archive.unlink()
+        progress(f"image {', '.join(image_tags_)} loaded")
+
+
+REFERENCE_IMAGE = "kthena-ref:ci"
+FAKE_DEVICES_IMAGE = "kthena/fake-devices:dev"
+
+
+def load_app_images(cluster: str, *, reference: str = REFERENCE_IMAGE, fake_devices: str = FAKE_DEVICES_IMAGE,
+                    progress: Progress = _quiet) -> None:  # fmt: skip
+    """Build the reference controller's and the fake DRA drivers' images from this checkout (no
+    registry: the node's root file system plus the project installed with pip) and load them into
+    the nodes of kind cluster ``cluster``."""
+    from . import kind
+    from .paths import repo_root
+
+    env = kind._docker_env()
+    kind.KindProvider()._find_kind()
+    rootfs, sha = NodeImageBuilder({}, {}, env).rootfs(progress=progress)
+    work = Path(tempfile.mkdtemp(prefix=".apps-", dir=cache_root()))
+    try:
+        build_app_images(repo_root(), rootfs, sha, {"kthena-ref": (reference,), "fake-devices": (fake_devices,)},
+                         env, work, progress=progress)  # fmt: skip
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for image in (reference, fake_devices):
+        progress(f"loading {image} into the nodes of kind cluster '{cluster}'")
+        kind._run(["kind", "load", "docker-image", image, "--name", cluster], timeout=900)
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m conformance.cluster.kindnode CLUSTER` (the nightly)
+    import sys
+
+    try:
+        load_app_images(sys.argv[1] if len(sys.argv) > 1 else "kthena", progress=lambda m: print(m, file=sys.stderr))
+    except HarnessError as exc:
+        print(f"error: {exc.message}\n  -> {exc.hint}", file=sys.stderr)
+        sys.exit(1)

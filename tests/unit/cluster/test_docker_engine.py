@@ -155,5 +155,5 @@ def test_engine_paths_default_under_the_cache(monkeypatch: pytest.MonkeyPatch, t
     monkeypatch.setenv("KTHENA_CACHE_DIR", str(tmp_path))
     paths = EnginePaths.default()
     assert paths.data_root == tmp_path / "docker"
-    assert paths.run_dir == tmp_path / "clusters" / "dockerd"
+    assert paths.run_dir == tmp_path / "kind" / "dockerd"
     assert os.fspath(paths.socket).endswith("docker.sock")
