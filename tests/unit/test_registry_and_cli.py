@@ -81,9 +81,10 @@ def test_unknown_provider_lists_the_valid_names(name: str) -> None:
         assert valid in info.value.hint
 
 
-@pytest.mark.parametrize("name", ["local", "kind"])
-def test_run_directories_live_under_the_cache_dir(name: str, cache_dir: Path) -> None:
-    assert get_provider(name).runs == cache_dir / "clusters"  # type: ignore[attr-defined]
+@pytest.mark.parametrize(("name", "under"), [("local", "clusters"), ("kind", "kind/clusters")])
+def test_run_directories_live_under_the_cache_dir(name: str, under: str, cache_dir: Path) -> None:
+    # kind's are apart: the local provider sweeps <cache>/clusters of directories no supervisor holds
+    assert get_provider(name).runs == cache_dir / under  # type: ignore[attr-defined]
 
 
 # -- CLI ------------------------------------------------------------------------------------------
