@@ -524,7 +524,7 @@ class KindProvider(Provider):
         require_docker()
         if name not in _run(list_command()).split():
             return None
-        return {"phase": "ready", "kubeconfig": str(self._dir(name) / "kubeconfig")}
+        return {"phase": "ready", "kubeconfig": str(self._dir(name) / "kubeconfig"), "dockerHost": engine.host()}
 
     def info(self, name: str) -> ClusterInfo:
         self._find_kind()

@@ -817,13 +817,3 @@ def load_app_images(cluster: str, *, reference: str = REFERENCE_IMAGE, fake_devi
     for image in (reference, fake_devices):
         progress(f"loading {image} into the nodes of kind cluster '{cluster}'")
         kind._run(["kind", "load", "docker-image", image, "--name", cluster], timeout=900)
-
-
-if __name__ == "__main__":  # pragma: no cover - `python -m conformance.cluster.kindnode CLUSTER` (the nightly)
-    import sys
-
-    try:
-        load_app_images(sys.argv[1] if len(sys.argv) > 1 else "kthena", progress=lambda m: print(m, file=sys.stderr))
-    except HarnessError as exc:
-        print(f"error: {exc.message}\n  -> {exc.hint}", file=sys.stderr)
-        sys.exit(1)
