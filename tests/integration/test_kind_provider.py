@@ -29,12 +29,24 @@ CLI = [sys.executable, "-m", "conformance.cli"]
 NAME = "kt-kind"
 
 
+LOCK_WAIT = 900.0  # seconds to wait for another run's real nodes (they hold the host lock) to go
+
+
 def _require() -> None:
+    from conformance.cluster.realnode.fleet import host_lock_holder
+    from conformance.framework.waits import wait_for
+
     why = None
     if sys.platform != "linux" or os.geteuid() != 0:
         why = "the kind provider starts its own Docker engine here: needs root on Linux"
     elif DockerEngine().external_host() is not None:
         why = "a Docker engine not started by the harness answers: its host changes are not the harness's to check"
+    else:
+        try:
+            wait_for("the host lock (real nodes of another run)", lambda: host_lock_holder() is None,
+                     timeout=LOCK_WAIT, interval=2.0)  # fmt: skip
+        except Exception:
+            why = f"real nodes of another run hold the host lock ({host_lock_holder()}): a kind cluster is refused beside them"
     if why is not None:
         if os.environ.get("KTHENA_REQUIRE_KIND") == "1":
             pytest.fail(why)
