@@ -130,3 +130,21 @@ def test_write_image_archive(tmp_path: Path) -> None:
     assert entry["RepoTags"] == ["example.local/x:1"]
     assert config["rootfs"]["diff_ids"] == [f"sha256:{digest}"]
     assert config["config"]["Entrypoint"] == ["/x"]
+
+
+def test_app_entries_put_the_install_tree_under_opt_and_add_launchers(tmp_path: Path) -> None:
+    from conformance.cluster.kindnode import APP_DIR, PYTHON_LAUNCHERS, app_entries, launcher
+
+    (tmp_path / "pkg" / "__pycache__").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "__pycache__" / "x.pyc").write_bytes(b"")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "tool").write_text("#!/elsewhere/python\n")
+    entries = app_entries(tmp_path)
+    assert f"{APP_DIR}/pkg/__init__.py" in entries
+    assert not any("__pycache__" in p or p.startswith(f"{APP_DIR}/bin") for p in entries)
+    for name, body in PYTHON_LAUNCHERS.items():
+        entry = entries[f"/usr/local/bin/{name}"]
+        assert isinstance(entry, images.File) and entry.mode == 0o755
+        assert entry.content.decode() == launcher(body)
+    assert launcher("main()\n").startswith("#!/usr/bin/python3\n") and repr(APP_DIR) in launcher("")
