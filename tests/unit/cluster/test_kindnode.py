@@ -18,6 +18,7 @@ from conformance.cluster.kindnode import (
     NODE_IMAGE_REPO,
     RUNC_PATH,
     UNITS,
+    Entry,
     FromPath,
     containerd_config,
     debian_mirror,
@@ -105,8 +106,8 @@ def test_node_image_tag() -> None:
 def test_write_layer_is_deterministic_and_adds_parents(tmp_path: Path) -> None:
     blob = tmp_path / "blob"
     blob.write_bytes(b"binary")
-    entries = {"/usr/bin/tool": FromPath(blob, 0o755), "/etc/a.conf": images.File(b"a\n"),
-               "/etc/link": images.Symlink("a.conf")}  # fmt: skip
+    entries: dict[str, Entry] = {"/usr/bin/tool": FromPath(blob, 0o755), "/etc/a.conf": images.File(b"a\n"),
+                                 "/etc/link": images.Symlink("a.conf")}  # fmt: skip
     first = write_layer(tmp_path / "1.tar", entries)
     second = write_layer(tmp_path / "2.tar", entries)
     assert first == second == hashlib.sha256((tmp_path / "1.tar").read_bytes()).hexdigest()
