@@ -31,6 +31,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -366,6 +367,31 @@ def image_tags(kubeadm_list: str) -> dict[str, str]:
     return tags
 
 
+SUITE_IMAGE = re.compile(r"registry\.example/[a-z0-9][a-z0-9._/-]*:[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def suite_image_aliases(texts: list[str]) -> dict[str, list[str]]:
+    """Workload variant -> the placeholder images the suite's manifests name (``registry.example/*``)
+    that a kind node carries as that variant (pure): ``:v2`` as ``v2``, every other tag as ``v1``;
+    ``:latest`` never (its pull policy is Always: a real kubelet pulls it, on kind as anywhere).
+
+    The suite's Pods need only a container that runs; on kwok any name runs, on a real kubelet only
+    an image the node has. These names never resolve anywhere (``registry.example``), so carrying
+    them as the harness's workload image changes nothing a registry could serve."""
+    found = sorted({m for text in texts for m in SUITE_IMAGE.findall(text) if not m.endswith(":latest")})
+    aliases: dict[str, list[str]] = {"v1": [], "v2": []}
+    for ref in found:
+        aliases["v2" if ref.endswith(":v2") else "v1"].append(ref)
+    return aliases
+
+
+def _suite_texts() -> list[str]:
+    from .paths import go_modules_root
+
+    suites = go_modules_root().parents[1] / "suites"
+    return [p.read_text(errors="replace") for p in sorted(suites.rglob("*")) if p.suffix in (".py", ".yaml")]
+
+
 def node_image_tag(digest: str, kubernetes_version: str = PINNED.kubernetes) -> str:
     return f"{NODE_IMAGE_REPO}:{kubernetes_version}-{digest[:12]}"
 
@@ -546,6 +572,7 @@ class NodeImageBuilder:
                     busybox_digest,
                     COREDNS_IMAGE,
                     sorted(images.WORKLOAD_IMAGES.items()),
+                    suite_image_aliases(_suite_texts()),
                 ]
             ).encode()
         )
@@ -687,9 +714,11 @@ class NodeImageBuilder:
         pause = work / "pause.tar"
         images.write_archive(pause, images.build_archive(images.sandbox_image(busybox), [tags["pause"]]))
         out.append(pause)
-        for number, (_reference, data) in enumerate(sorted(images.workload_archives(busybox).items())):
-            path = work / f"workload-{number}.tar"
-            images.write_archive(path, data)
+        aliases = suite_image_aliases(_suite_texts())
+        for variant, reference in sorted(images.WORKLOAD_IMAGES.items()):
+            path = work / f"workload-{variant}.tar"
+            recipe = images.workload_image(busybox, variant)
+            images.write_archive(path, images.build_archive(recipe, [reference, *aliases.get(variant, [])]))
             out.append(path)
         return out
 

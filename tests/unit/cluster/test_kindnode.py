@@ -149,3 +149,16 @@ def test_app_entries_put_the_install_tree_under_opt_and_add_launchers(tmp_path: 
         assert isinstance(entry, images.File) and entry.mode == 0o755
         assert entry.content.decode() == launcher(body)
     assert launcher("main()\n").startswith("#!/usr/bin/python3\n") and repr(APP_DIR) in launcher("")
+
+
+def test_suite_image_aliases() -> None:
+    from conformance.cluster.kindnode import _suite_texts, suite_image_aliases
+
+    texts = ['image: "registry.example/engine:v1"', "registry.example/engine:v2 registry.example/role-a:v1",
+             "registry.example/engine:latest other.example/x:v1 registry.example/engine:v1"]  # fmt: skip
+    assert suite_image_aliases(texts) == {
+        "v1": ["registry.example/engine:v1", "registry.example/role-a:v1"],
+        "v2": ["registry.example/engine:v2"],
+    }
+    found = suite_image_aliases(_suite_texts())  # the suite's own placeholders
+    assert "registry.example/engine:v1" in found["v1"] and "registry.example/engine:v2" in found["v2"]
