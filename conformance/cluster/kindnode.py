@@ -627,9 +627,18 @@ class NodeImageBuilder:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         image_id = self._docker("image", "inspect", "--format", "{{.Id}}", tag, timeout=60).stdout.strip()
+        self._remove_older(tag)
         elapsed = time.monotonic() - started
         progress(f"node image {tag} built in {elapsed:.0f}s")
         return NodeImage(tag, image_id, elapsed, preloaded)
+
+    def _remove_older(self, keep: str) -> None:
+        """Node images of other recipes (each some 700 MB in the engine's data root) are removed; one
+        a container still uses stays (``docker rmi`` refuses it)."""
+        listed = self._docker("image", "ls", "--format", "{{.Repository}}:{{.Tag}}", NODE_IMAGE_REPO, timeout=60)
+        for reference in listed.stdout.split():
+            if reference != keep:
+                self._docker("rmi", reference, timeout=120)
 
     def rootfs(self, *, progress: Progress = _quiet) -> tuple[Path, str]:
         """The node's root file system tar (built once) and its sha256: other images' base layer."""
