@@ -782,7 +782,7 @@ def build_app_images(
     import sys
 
     site = work / "site"
-    progress(f"installing {project.name} and its dependencies for the image (pip --target)")
+    progress(f"installing this checkout ({project}) and its dependencies for the images (pip --target)")
     pip = subprocess.run(
         [
             sys.executable,
