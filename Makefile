@@ -60,6 +60,12 @@ test-all: binaries host-packages
 	$(BIN)/kthena-conformance binaries build --real-nodes --prometheus
 	$(BIN)/python ci/test_passes.py --workers $(WORKERS) --own-workers $(OWN_WORKERS) --all
 
+# The nightly CI run on kind, here (root; the harness installs and starts Docker itself): every
+# profile against the reference controller deployed in the kind cluster; prints its wall time.
+# SHARD=I/N runs one shard, as the workflow's jobs do.
+nightly: venv
+	PATH="$(CURDIR)/.venv/bin:$$PATH" ci/nightly-kind.sh
+
 # Unit tests only: no Go, no cluster, a few seconds.
 test-fast: venv
 	$(PYTEST) -q tests/unit

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The nightly conformance run on kind (.github/workflows/nightly-kind.yaml runs this; so can you,
-# on a machine with a Docker engine):
+# The nightly conformance run on kind (.github/workflows/nightly-kind.yaml and `make nightly` run
+# this; so can you, as root on a Debian machine: the harness installs and starts Docker itself):
 #
-#   1. builds the reference controller's image from kthena_ref/deploy/Dockerfile;
-#   2. builds the kind node image for the pinned Kubernetes version unless it is present locally;
-#   3. creates the kind cluster from kind-configs/kthena.yaml and waits for every node to be Ready;
-#   4. loads the controller image into the nodes;
+#   1. builds kind, kubeadm, kubectl and kube-proxy with the harness's other binaries
+#      (`kthena-conformance binaries build --kind`) and puts them first on PATH;
+#   2. creates the kind cluster with the harness (`kthena-conformance cluster up --provider kind`:
+#      its own Docker engine if none answers, the node image built locally, a control plane and a
+#      plain, a GPU and an NPU worker, Pod networking and CoreDNS, every node Ready);
+#   3. builds the reference controller's and the fake DRA drivers' images from this checkout (no
+#      registry: `kthena-conformance cluster images`) and loads them into the nodes;
 #   5. makes a throwaway CA and a serving certificate for the webhook Service (openssl), stores
 #      them as the Secret the Deployment mounts, and applies what `kthena-ref manifests` prints
 #      (ModelServing and AutoscalingPolicy CRDs, ClusterRole, PodGroup CRD; then the controller
@@ -15,7 +18,8 @@
 #      with the controller's log streamed to a file the suite takes evidence from;
 #   8. on exit, always (once this run has created the cluster; it never adopts an existing one):
 #      controller logs, events and the applied manifests into $REPORT_DIR/cluster/,
-#      `kind export logs` into $REPORT_DIR/cluster/kind-logs/, `kind delete cluster`.
+#      `kind export logs` into $REPORT_DIR/cluster/kind-logs/, `kthena-conformance cluster down`
+#      (which also stops the harness's Docker engine and restores the host), and the wall time.
 #
 # With SHARD=I/N the suite runs only its I-th of N shards (`run --shard I/N`): the workflow runs
 # N such jobs side by side, then one job merges their reports with --merge.
@@ -37,9 +41,6 @@
 #   REPORT_DIR              where the suite's reports and the cluster diagnostics go (default reports)
 #   IMAGE                   controller image (default kthena-ref:ci); needs a tag other than latest,
 #                           as the Deployment sets no imagePullPolicy
-#   KTHENA_KIND_NODE_IMAGE  kind node image (default: the one in kind-configs/kthena.yaml)
-#   NODE_IMAGE_BUILD        auto (build the node image when it is not present locally) or never
-#                           (let kind pull it, e.g. a digest-pinned image); default auto
 #   KEEP_CLUSTER            1 keeps the cluster and its kubeconfig afterwards (local debugging)
 #   WORK_DIR                private directory for the kubeconfig and keys (default: a new mktemp -d;
 #                           never inside REPORT_DIR, which is uploaded)
@@ -92,11 +93,9 @@ fi
 CLUSTER_NAME=${KIND_CLUSTER_NAME:-kthena}
 CONTEXT="kind-$CLUSTER_NAME"
 IMAGE=${IMAGE:-kthena-ref:ci}
-KIND_CONFIG=kind-configs/kthena.yaml
-DOCKERFILE=kthena_ref/deploy/Dockerfile
 SUPPORT_FILE=ci/kthena-ref-support.yaml
-NODE_IMAGE=${KTHENA_KIND_NODE_IMAGE:-$(awk '$1 == "image:" { print $2; exit }' "$KIND_CONFIG")}
-NODE_IMAGE_BUILD=${NODE_IMAGE_BUILD:-auto}
+# The layout of kind-configs/kthena.yaml: a plain, a GPU and an NPU worker.
+CLUSTER_SHAPE=(--nodes 1 --gpu-nodes 1 --npu-nodes 1)
 KEEP_CLUSTER=${KEEP_CLUSTER:-0}
 SHARD=${SHARD:-}
 DIAG_DIR="$REPORT_DIR/cluster"
@@ -210,26 +209,31 @@ check_image() {
 
 require_tools() {
     local tool
-    for tool in docker kind kubectl openssl kthena-ref kthena-conformance; do
+    for tool in openssl python3 kthena-ref kthena-conformance; do
         command -v "$tool" >/dev/null || die "\`$tool\` is not on PATH (kthena-*: \`pip install -e .[dev]\`; otherwise install it)"
     done
-    docker info >/dev/null 2>&1 || die "no Docker engine answers (\`docker info\` failed): kind needs one"
 }
 
-node_image() {
-    if [[ "$NODE_IMAGE_BUILD" == never || "$NODE_IMAGE" == *@* ]]; then
-        log "kind pulls the node image $NODE_IMAGE"
+# kind, kubectl (and what the node image carries) from the harness's binary cache, first on PATH.
+harness_tools() {
+    local bin_dir
+    if ((DRY_RUN)); then
+        run kthena-conformance binaries build --kind
         return 0
     fi
-    [[ "$NODE_IMAGE_BUILD" == auto ]] || die "NODE_IMAGE_BUILD=$NODE_IMAGE_BUILD: use auto or never"
-    if ((!DRY_RUN)) && docker image inspect "$NODE_IMAGE" >/dev/null 2>&1; then
-        log "node image $NODE_IMAGE is present"
-        return 0
-    fi
-    # kind publishes node images for some patch releases only, each for one kind release: build
-    # the pinned one with the pinned kind from the upstream release binaries (no compilation).
-    log "building the kind node image $NODE_IMAGE from the Kubernetes ${NODE_IMAGE##*:} release"
-    run kind build node-image --type release "${NODE_IMAGE##*:}" --image "$NODE_IMAGE"
+    printf '+ %s\n' "kthena-conformance binaries build --kind" >&2
+    bin_dir=$(kthena-conformance binaries build --kind) || die "the harness could not build kind and kubectl"
+    PATH="$bin_dir:$PATH"
+}
+
+# DOCKER_HOST of the engine the harness's kind cluster runs on (its own dockerd, or the one found).
+docker_host() {
+    local host
+    ((DRY_RUN)) && return 0
+    host=$(kthena-conformance cluster status --provider kind --name "$CLUSTER_NAME" -o json |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["dockerHost"])') ||
+        die "the kind cluster '$CLUSTER_NAME' does not answer"
+    export DOCKER_HOST=$host
 }
 
 # Wait until the API server's call to the webhook rejects a spec that only the webhook rejects
@@ -298,13 +302,13 @@ cleanup() {
         if [[ "$KEEP_CLUSTER" == 1 ]]; then
             log "KEEP_CLUSTER=1: kind cluster '$CLUSTER_NAME' kept; kubeconfig $KUBECONFIG_PATH"
         else
-            run kind delete cluster --name "$CLUSTER_NAME" --kubeconfig "$KUBECONFIG_PATH"
+            run kthena-conformance cluster down --provider kind --name "$CLUSTER_NAME"
         fi
     fi
     if ((!DRY_RUN)) && [[ "$KEEP_CLUSTER" != 1 && -n "${WORK_DIR:-}" ]]; then
         rm -rf "$WORK_DIR"
     fi
-    log "exit code $rc"
+    log "exit code $rc after ${SECONDS}s"
     exit "$rc"
 }
 
@@ -349,6 +353,7 @@ main() {
     fi
     check_image
     ((DRY_RUN)) || require_tools
+    harness_tools
     if ((DRY_RUN)); then
         WORK_DIR=${WORK_DIR:-${TMPDIR:-/tmp}/kthena-nightly-kind.DRY-RUN}
     else
@@ -356,24 +361,23 @@ main() {
     fi
     KUBECONFIG_PATH="$WORK_DIR/kubeconfig"
     trap cleanup EXIT
-    log "cluster '$CLUSTER_NAME', node image $NODE_IMAGE, controller image $IMAGE, reports in $REPORT_DIR"
+    log "cluster '$CLUSTER_NAME', controller image $IMAGE, reports in $REPORT_DIR"
     run mkdir -p "$REPORT_DIR" "$WORK_DIR/deploy"
-
-    log "building the controller image $IMAGE"
-    run docker build -f "$DOCKERFILE" -t "$IMAGE" .
-    node_image
 
     # Never adopt (and later delete) a cluster this run did not create.
     if ((DRY_RUN)); then
-        run kind get clusters
-    elif kind get clusters 2>/dev/null | grep -qx -- "$CLUSTER_NAME"; then
+        run kthena-conformance cluster status --provider kind --name "$CLUSTER_NAME"
+    elif kthena-conformance cluster status --provider kind --name "$CLUSTER_NAME" >/dev/null 2>&1; then
         die "a kind cluster named '$CLUSTER_NAME' exists already: delete it or set KIND_CLUSTER_NAME"
     fi
     CLUSTER_CREATED=1
-    run kind create cluster --name "$CLUSTER_NAME" --config "$KIND_CONFIG" --image "$NODE_IMAGE" \
-        --kubeconfig "$KUBECONFIG_PATH" --wait 180s
+    run_to "$WORK_DIR/kubeconfig-path" kthena-conformance cluster up --provider kind --name "$CLUSTER_NAME" \
+        "${CLUSTER_SHAPE[@]}"
+    ((DRY_RUN)) || cp "$(tail -n 1 "$WORK_DIR/kubeconfig-path")" "$KUBECONFIG_PATH"
+    docker_host
     kc wait --for=condition=Ready nodes --all --timeout=300s
-    run kind load docker-image "$IMAGE" --name "$CLUSTER_NAME"
+    log "building the controller image $IMAGE and the fake DRA drivers' image from this checkout"
+    run kthena-conformance cluster images --name "$CLUSTER_NAME" --image "$IMAGE"
 
     log "deploying the reference controller"
     webhook_certificates "$WORK_DIR/webhook"

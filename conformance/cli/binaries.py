@@ -20,13 +20,16 @@ def binaries() -> None:
 @click.option("--real-nodes", is_flag=True, help="also build the real nodes' kubelet, containerd (with its runc shim "
               "and ctr) and crictl")  # fmt: skip
 @click.option("--prometheus", is_flag=True, help="also build the Prometheus server (the autoscaling tests' metrics)")
-def binaries_build(force: bool, real_nodes: bool, prometheus: bool) -> None:
+@click.option("--kind", "kind_tools", is_flag=True, help="also build the kind provider's kind, kubeadm, kubectl and "
+              "kube-proxy (with the real nodes' binaries its node image carries)")  # fmt: skip
+def binaries_build(force: bool, real_nodes: bool, prometheus: bool, kind_tools: bool) -> None:
     """Build (or verify) the cached binaries; prints their directory."""
     from ..cluster.binaries import BinaryCache
 
     try:
         cache = BinaryCache()
-        result = cache.ensure(force=force, progress=_progress_printer(), real_nodes=real_nodes, prometheus=prometheus)
+        result = cache.ensure(force=force, progress=_progress_printer(), real_nodes=real_nodes or kind_tools,
+                              prometheus=prometheus, kind=kind_tools)  # fmt: skip
         cache.load(result.versions, deep=True)
     except HarnessError as exc:
         _fail(exc)

@@ -174,6 +174,22 @@ def cluster_status(provider_name: str, name: str, kubeconfig: str | None, contex
         sys.exit(3)
 
 
+@cluster.command("images")
+@click.option("--name", default="kthena", show_default=True, help="the kind cluster")
+@click.option("--image", default="kthena-ref:ci", show_default=True, help="the reference controller's image tag")
+@click.option("--fake-devices-image", default="kthena/fake-devices:dev", show_default=True,
+              help="the fake DRA drivers' image tag")  # fmt: skip
+def cluster_images(name: str, image: str, fake_devices_image: str) -> None:
+    """kind: build the reference controller's and the fake DRA drivers' images from this checkout
+    (no registry) and load them into the cluster's nodes."""
+    from ..cluster.kindnode import load_app_images
+
+    try:
+        load_app_images(name, reference=image, fake_devices=fake_devices_image, progress=_progress_printer())
+    except HarnessError as exc:
+        _fail(exc)
+
+
 @cluster.command("kubeconfig")
 @provider_options
 @click.option("--print", "print_contents", is_flag=True, help="print the file's contents instead of its path")

@@ -1,4 +1,4 @@
-"""Cluster providers: one interface (:class:`Provider`) for the embedded cluster, kind, k3s and any
+"""Cluster providers: one interface (:class:`Provider`) for the embedded cluster, kind and any
 existing kubeconfig, plus fault injection and the binary cache behind the embedded one."""
 
 from .errors import HarnessError, UnsupportedOperation

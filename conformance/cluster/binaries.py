@@ -57,12 +57,21 @@ ALL_BINARIES = ("etcd", *CONTROL_PLANE, "kwok", "kwokctl")
 EXTRAS = ("coredns",)
 REAL_NODE_BINARIES = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "crictl")
 PROMETHEUS_BINARY = "prometheus"
+# The kind provider's: kind itself (gomodules/kind) and what its node image needs beyond the real
+# nodes' binaries: kubeadm, kubectl and kube-proxy (gomodules/kindnode, the control plane's
+# wrapper-module style, kept apart so it never changes the control plane's recipe).
+KIND_BINARIES = ("kind", "kubeadm", "kubectl", "kube-proxy")
 # Prometheus's own build tags: ``remove_all_sd`` leaves out every service-discovery plugin but the
 # file and HTTP ones (plugins/*.go; the cloud SDKs are most of a full build). Without
 # ``builtinassets`` the web UI is not embedded; the HTTP API (/api/v1/*, /-/ready) works as usual.
 PROMETHEUS_TAGS = ("remove_all_sd",)
 # How a binary prints its version when ``--version`` is not it (the runc shim uses Go's flag package).
-VERSION_ARGS: dict[str, tuple[str, ...]] = {"containerd-shim-runc-v2": ("-v",)}
+VERSION_ARGS: dict[str, tuple[str, ...]] = {
+    "containerd-shim-runc-v2": ("-v",),
+    "kind": ("version",),
+    "kubeadm": ("version", "-o", "short"),
+    "kubectl": ("version", "--client"),
+}
 MIN_GO = (1, 26)
 HEARTBEAT = 30.0  # seconds between "still compiling" lines during a build
 MODULE_MISSING_HINT = (
@@ -144,7 +153,21 @@ def go_mod_edits(module: str, versions: Versions) -> list[list[str]]:
     return [["-require", f"sigs.k8s.io/kwok@{versions.kwok}"]]
 
 
-def extras_plan(real_nodes: bool = False, prometheus: bool = False) -> tuple[GoBuild, ...]:
+def kind_plan() -> tuple[GoBuild, ...]:
+    """The ``go build`` invocations of the kind provider's binaries (pure): kind from its module,
+    kubeadm, kubectl and kube-proxy of the pinned Kubernetes version."""
+    return (
+        GoBuild("kind", ("sigs.k8s.io/kind",), ("-s", "-w"), ("kind",)),
+        GoBuild(
+            "kindnode",
+            ("./cmd/kubeadm", "./cmd/kubectl", "./cmd/kube-proxy"),
+            tuple(kubernetes_ldflags(PINNED)),
+            ("kubeadm", "kubectl", "kube-proxy"),
+        ),
+    )
+
+
+def extras_plan(real_nodes: bool = False, prometheus: bool = False, kind: bool = False) -> tuple[GoBuild, ...]:
     """The ``go build`` invocations of the optional binaries (pure): CoreDNS; with ``prometheus``
     the Prometheus server; with ``real_nodes`` the kubelet, containerd (its runc shim, ``ctr``)
     and crictl.
@@ -162,6 +185,8 @@ def extras_plan(real_nodes: bool = False, prometheus: bool = False) -> tuple[GoB
     steps = [coredns]
     if prometheus:
         steps.append(prometheus_build())
+    if kind:
+        steps += kind_plan()
     if not real_nodes:
         return tuple(steps)
     containerd = "github.com/containerd/containerd/v2"
@@ -199,7 +224,7 @@ def prometheus_build() -> GoBuild:
 
 def _all_extras() -> tuple[GoBuild, ...]:
     """Every optional build, whether asked for or not: what :meth:`BinaryCache.load` recognises."""
-    return extras_plan(real_nodes=True, prometheus=True)
+    return extras_plan(real_nodes=True, prometheus=True, kind=True)
 
 
 def _digest_step(h: hashlib._Hash, step: GoBuild) -> None:
@@ -357,7 +382,7 @@ class BinaryCache:
                 "point KTHENA_BIN_DIR at a directory with all control-plane binaries, or unset it "
                 "to build them with `make binaries`",
             )
-        names = (*EXTRAS, PROMETHEUS_BINARY, *REAL_NODE_BINARIES)
+        names = (*EXTRAS, PROMETHEUS_BINARY, *REAL_NODE_BINARIES, *KIND_BINARIES)
         extras = {n: directory / n for n in names if (directory / n).is_file()}
         return BinarySet(directory, versions, {"source": "KTHENA_BIN_DIR"}, extras)
 
@@ -381,6 +406,7 @@ class BinaryCache:
         retry_failed_extras: bool = True,
         real_nodes: bool = False,
         prometheus: bool = False,
+        kind: bool = False,
     ) -> BinarySet:
         """A verified binary set, building it (or a fallback version set) when needed.
 
@@ -394,7 +420,7 @@ class BinaryCache:
             found = self.load(versions)
             if found is not None:
                 return (
-                    self._ensure_extras(found, progress, retry_failed_extras, real_nodes, prometheus)
+                    self._ensure_extras(found, progress, retry_failed_extras, real_nodes, prometheus, kind)
                     if extras
                     else found
                 )
@@ -406,7 +432,9 @@ class BinaryCache:
             built = None if force else self.load(versions)  # another process may have built it meanwhile
             if built is None:
                 built = self._build_with_fallbacks(go, versions, try_fallbacks, progress)
-        return self._ensure_extras(built, progress, retry_failed_extras, real_nodes, prometheus) if extras else built
+        return (
+            self._ensure_extras(built, progress, retry_failed_extras, real_nodes, prometheus, kind) if extras else built
+        )
 
     def _build_with_fallbacks(self, go: str, versions: Versions, try_fallbacks: bool, progress: Progress) -> BinarySet:
         candidates = [versions, *FALLBACKS] if try_fallbacks and versions == PINNED else [versions]
@@ -426,12 +454,12 @@ class BinaryCache:
 
     @staticmethod
     def _missing_extras(
-        found: BinarySet, retry_failed: bool, real_nodes: bool = False, prometheus: bool = False
+        found: BinarySet, retry_failed: bool, real_nodes: bool = False, prometheus: bool = False, kind: bool = False
     ) -> list[GoBuild]:
         failed = found.manifest.get("extras_failed")
         failed = failed if isinstance(failed, dict) else {}
         missing = []
-        for step in extras_plan(real_nodes, prometheus):
+        for step in extras_plan(real_nodes, prometheus, kind):
             if all(name in found.extras for name in step.outputs):
                 continue
             earlier = failed.get(step.module)
@@ -441,11 +469,17 @@ class BinaryCache:
         return missing
 
     def _ensure_extras(
-        self, found: BinarySet, progress: Progress, retry_failed: bool, real_nodes: bool, prometheus: bool = False
+        self,
+        found: BinarySet,
+        progress: Progress,
+        retry_failed: bool,
+        real_nodes: bool,
+        prometheus: bool = False,
+        kind: bool = False,
     ) -> BinarySet:
         """``found`` with its missing optional binaries built into its directory (best effort)."""
         if found.manifest.get("source") == "KTHENA_BIN_DIR" or not self._missing_extras(
-            found, retry_failed, real_nodes, prometheus
+            found, retry_failed, real_nodes, prometheus, kind
         ):
             return found
         try:
@@ -456,7 +490,7 @@ class BinaryCache:
         with FileLock(str(self.root / ".build.lock")):
             current = self.load(found.versions) or found  # another process may have built them
             spent = 0.0
-            for step in self._missing_extras(current, retry_failed, real_nodes, prometheus):
+            for step in self._missing_extras(current, retry_failed, real_nodes, prometheus, kind):
                 t0 = time.monotonic()
                 self._build_extra(go, current, step, progress)
                 spent += time.monotonic() - t0

@@ -1,4 +1,4 @@
-"""One interface for every way of getting a cluster: local (embedded), kind, k3s, existing.
+"""One interface for every way of getting a cluster: local (embedded), kind, existing.
 
 Callers (the CLI, the pytest fixture, the conformance runner) only see :class:`Provider` and
 :class:`ClusterInfo`; which binaries, containers or kubeconfigs are behind them is the provider's

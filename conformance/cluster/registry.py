@@ -5,7 +5,7 @@ from __future__ import annotations
 from .errors import BadInput
 from .provider import Provider
 
-PROVIDER_NAMES = ("local", "kind", "k3s", "existing")
+PROVIDER_NAMES = ("local", "kind", "existing")
 
 
 def get_provider(name: str, **options: str | None) -> Provider:
@@ -18,10 +18,6 @@ def get_provider(name: str, **options: str | None) -> Provider:
         from .kind import KindProvider
 
         return KindProvider()
-    if name == "k3s":
-        from .k3s import K3sProvider
-
-        return K3sProvider()
     if name == "existing":
         from .existing import ExistingProvider
 

@@ -50,7 +50,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--cluster-provider",
         default=os.environ.get("KTHENA_PROVIDER", "local"),
-        help="local (embedded, default), kind, k3s or existing",
+        help="local (embedded, default), kind or existing",
     )
     group.addoption("--kubeconfig", default=None, help="existing provider: kubeconfig path")
     group.addoption("--kube-context", default=None, help="existing provider: kubeconfig context")

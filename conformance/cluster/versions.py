@@ -1,6 +1,6 @@
 """Pinned versions of everything the cluster harness runs, in one place.
 
-The embedded cluster, the kind node image and the k3s image must all serve the same Kubernetes
+The embedded cluster and the kind node image must serve the same Kubernetes
 minor so that a conformance result means the same thing on each provider. Every other module
 reads versions from here; the Go wrapper modules under ``conformance/cluster/gomodules/`` pin the same ones
 (a unit test keeps the two in step).
@@ -56,6 +56,10 @@ COREDNS = "v1.15.0"
 CONTAINERD = "v2.4.2"
 CRICTL = "v1.36.0"
 
+# kind, built from the Go module proxy for the kind provider (conformance/cluster/gomodules/kind), an
+# optional extra like CoreDNS; its node image is built locally (conformance/cluster/kindnode.py).
+KIND = "v0.33.0"
+
 # Prometheus for the autoscaling tests' metrics (conformance/cluster/gomodules/prometheus), an optional
 # extra like CoreDNS. Prometheus 3.x is published on the Go module proxy as v0.3MM.P for release
 # 3.MM.P (``prometheus_release`` maps one to the other).
@@ -71,7 +75,6 @@ def prometheus_release(module_version: str = PROMETHEUS) -> str:
     return f"{major}.{minor}.{patch}"
 
 
-# kind's node image and the k3s image for the same Kubernetes minor. kindest/node tags follow
-# the Kubernetes version; k3s tags add a "+k3sN" build suffix (written "-k3sN" in image tags).
+# The upstream kind node image of the same Kubernetes minor, for kind on machines that can pull it
+# (``KTHENA_KIND_NODE_IMAGE``); the kind provider builds its own (conformance/cluster/kindnode.py).
 KIND_NODE_IMAGE = f"kindest/node:{PINNED.kubernetes}"
-K3S_IMAGE = f"rancher/k3s:{PINNED.kubernetes}-k3s1"

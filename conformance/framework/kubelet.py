@@ -122,7 +122,7 @@ def expect_pull_failed(kube: Any, namespace: str, pods: list[str], *, timeout: f
 
 def require_faults(injector: Any, *needed: Fault) -> None:
     """``injector`` (the ``faults`` fixture) can inject every fault of ``needed``; a cluster that
-    cannot (kind, k3s, an existing cluster: they declare what they support) cannot produce what the
+    cannot (kind, an existing cluster: they declare what they support) cannot produce what the
     test needs: :class:`Inconclusive`, before anything is created."""
     missing = [f.value for f in needed if f not in injector.supported_faults()]
     if missing:

@@ -29,7 +29,7 @@ from conformance.cluster.binaries import (
 )
 from conformance.cluster.errors import HarnessError
 from conformance.cluster.paths import go_modules_root
-from conformance.cluster.versions import CONTAINERD, CRICTL, FALLBACKS, K3S_IMAGE, KIND_NODE_IMAGE, PINNED, Versions
+from conformance.cluster.versions import CONTAINERD, CRICTL, FALLBACKS, KIND_NODE_IMAGE, PINNED, Versions
 
 MODULES = go_modules_root()
 FALLBACK = Versions(kubernetes="v1.36.1", etcd="v3.6.15", kwok="v0.8.0")
@@ -110,7 +110,6 @@ def test_fallbacks_keep_the_pinned_minor(fallback: Versions) -> None:
 
 def test_images_follow_the_pinned_kubernetes_version() -> None:
     assert f"kindest/node:{PINNED.kubernetes}" == KIND_NODE_IMAGE
-    assert f"rancher/k3s:{PINNED.kubernetes}-k3s1" == K3S_IMAGE
 
 
 # -- pinned versions match the Go wrapper modules -------------------------------------------------
@@ -587,5 +586,25 @@ def test_real_node_go_mods_pin_the_versions_and_list_the_tools(
     assert tools <= set(_directives(text, "tool"))
 
 
-def test_only_the_containerd_shim_needs_another_version_flag() -> None:
-    assert VERSION_ARGS == {"containerd-shim-runc-v2": ("-v",)}
+def test_version_flags_of_the_binaries_without_a_version_option() -> None:
+    assert VERSION_ARGS == {
+        "containerd-shim-runc-v2": ("-v",),
+        "kind": ("version",),
+        "kubeadm": ("version", "-o", "short"),
+        "kubectl": ("version", "--client"),
+    }
+
+
+def test_kind_builds_are_extras_of_their_own_modules() -> None:
+    from conformance.cluster.binaries import KIND_BINARIES, kind_plan
+    from conformance.cluster.versions import KIND
+
+    steps = {s.module: s for s in extras_plan(kind=True)}
+    assert set(steps) == {"coredns", "kind", "kindnode"}
+    assert {o for s in kind_plan() for o in s.outputs} == set(KIND_BINARIES)
+    assert steps["kind"].packages == ("sigs.k8s.io/kind",)
+    assert _requires(_go_mod("kind"))["sigs.k8s.io/kind"] == KIND
+    assert "sigs.k8s.io/kind" in _directives(_go_mod("kind"), "tool")
+    kindnode = _go_mod("kindnode")
+    assert _requires(kindnode)["k8s.io/kubernetes"] == PINNED.kubernetes
+    assert "-X k8s.io/component-base/version.gitVersion=" + PINNED.kubernetes in steps["kindnode"].ldflags

@@ -52,7 +52,13 @@ def test_config_header(config: dict[str, Any]) -> None:
     assert config["kind"] == "Cluster"
     assert config["apiVersion"] == "kind.x-k8s.io/v1alpha4"
     assert config["name"] == "demo"
-    assert "networking" not in config
+    assert config["networking"] == {"disableDefaultCNI": True}  # the harness sets up Pod networking
+
+
+def test_kubelet_and_kubeadm_patches(config: dict[str, Any]) -> None:
+    kubelet, init = (yaml.safe_load(p) for p in config["kubeadmConfigPatches"])
+    assert kubelet == {"kind": "KubeletConfiguration", "failCgroupV1": False}
+    assert init == {"kind": "InitConfiguration", "skipPhases": ["preflight", "addon/coredns"]}
 
 
 def test_one_control_plane_and_one_worker_per_pool_node(config: dict[str, Any]) -> None:
@@ -110,7 +116,10 @@ def test_containerd_cdi_patch(config: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("port", [6443, 40000])
 def test_apiserver_port(port: int) -> None:
-    assert kind_config(ClusterSpec(apiserver_port=port))["networking"] == {"apiServerPort": port}
+    assert kind_config(ClusterSpec(apiserver_port=port))["networking"] == {
+        "disableDefaultCNI": True,
+        "apiServerPort": port,
+    }
 
 
 def test_checked_in_kind_config_matches_the_generator() -> None:
@@ -207,6 +216,9 @@ def empty_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     empty = tmp_path / "empty-path"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setenv("KTHENA_CACHE_DIR", str(tmp_path / "cache"))  # no engine, no built kind
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    monkeypatch.setattr("conformance.cluster.kind._KIND", [])
     return empty
 
 
@@ -218,7 +230,7 @@ def test_require_docker_names_kind(empty_path: Path) -> None:
     assert "--provider local" in info.value.hint
 
 
-@pytest.mark.parametrize("provider", ["kind", "k3s"])
+@pytest.mark.parametrize("provider", ["kind"])
 def test_require_docker_engine_without_docker(empty_path: Path, provider: str) -> None:
     with pytest.raises(HarnessError) as info:
         require_docker_engine(provider)
@@ -242,10 +254,10 @@ def test_require_docker_engine_not_answering(empty_path: Path, docker_exit: int)
         require_docker_engine("kind")
 
 
-@pytest.mark.parametrize("method", ["status", "down"])
-def test_provider_commands_fail_cleanly_without_kind(empty_path: Path, tmp_path: Path, method: str) -> None:
-    with pytest.raises(HarnessError, match="kind"):
-        getattr(KindProvider(runs=tmp_path / "runs"), method)("demo")
+def test_status_and_down_without_an_engine_find_no_cluster(empty_path: Path, tmp_path: Path) -> None:
+    provider = KindProvider(runs=tmp_path / "runs")
+    assert provider.status("demo") is None
+    assert provider.down("demo") is False
 
 
 # -- fault injection ------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 import conformance
 from conformance.cluster.kind import DEFAULT_SPEC
 from conformance.cluster.paths import repo_root
-from conformance.cluster.versions import KIND_NODE_IMAGE, PINNED
+from conformance.cluster.versions import PINNED
 
 ROOT = repo_root()
 WORKFLOW = ROOT / ".github" / "workflows" / "nightly-kind.yaml"
@@ -43,8 +43,7 @@ SUMMARY = ROOT / "ci" / "step_summary.py"
 BIN = Path(sys.executable).parent
 ALLOWED_ACTIONS = re.compile(r"^actions/(checkout|setup-python|upload-artifact|download-artifact)@v\d+$")
 # Read by the script; cleared so a CI environment's values do not leak into these tests.
-SCRIPT_ENV = ("KIND_CLUSTER_NAME", "REPORT_DIR", "IMAGE", "KTHENA_KIND_NODE_IMAGE", "NODE_IMAGE_BUILD",
-              "KEEP_CLUSTER", "WORK_DIR", "SHARD")  # fmt: skip
+SCRIPT_ENV = ("KIND_CLUSTER_NAME", "REPORT_DIR", "IMAGE", "KEEP_CLUSTER", "WORK_DIR", "SHARD", "DOCKER_HOST")
 SERVICE_DNS = "kthena-ref-webhook.kthena-system.svc"
 # What `kthena-ref manifests crd autoscaling-crd modelbooster-crd rbac podgroup-crd` prints, in order.
 MANIFEST_NAMES = ["crd", "autoscaling-crd", "modelbooster-crd", "rbac", "podgroup-crd"]
@@ -132,9 +131,9 @@ def test_workflow_uses_only_the_allowed_actions_pinned_by_major(workflow: dict[A
 
 def test_workflow_pins_match_the_repository(workflow: dict[Any, Any]) -> None:
     env = workflow["env"]
-    assert env["KTHENA_KIND_NODE_IMAGE"] == KIND_NODE_IMAGE
-    assert env["KUBECTL_VERSION"] == PINNED.kubernetes
-    assert re.fullmatch(r"v\d+\.\d+\.\d+", env["KIND_VERSION"])
+    # kind, kubectl and the node image come from the harness (built here), not from downloads
+    assert not {"KTHENA_KIND_NODE_IMAGE", "KUBECTL_VERSION", "KIND_VERSION"} & set(env)
+    assert env["GOTOOLCHAIN"] == "auto"
     assert env["KIND_CLUSTER_NAME"] == DEFAULT_SPEC.name
     for job in workflow["jobs"].values():
         python = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/setup-python"))
@@ -146,7 +145,7 @@ def test_workflow_runs_the_script_and_always_publishes(workflow: dict[Any, Any])
     steps = job["steps"]
     runs = [s.get("run", "") for s in steps]
     install = next(i for i, r in enumerate(runs) if "pip install -e '.[dev]'" in r)
-    script = next(i for i, r in enumerate(runs) if r.strip() == "ci/nightly-kind.sh")
+    script = next(i for i, r in enumerate(runs) if r.strip() == 'sudo -E env "PATH=$PATH" ci/nightly-kind.sh')
     assert install < script
     assert "if" not in steps[script]  # a failing suite fails the job
     summary = next(i for i, r in enumerate(runs) if "GITHUB_STEP_SUMMARY" in r)
@@ -155,8 +154,7 @@ def test_workflow_runs_the_script_and_always_publishes(workflow: dict[Any, Any])
     assert steps[summary]["if"] == "always()" and steps[upload]["if"] == "always()"
     assert "ci/step_summary.py" in runs[summary]
     assert steps[upload]["with"]["path"] == "${{ env.REPORT_DIR }}"
-    tools = runs[next(i for i, r in enumerate(runs) if "sha256sum --check" in r)]
-    assert tools.count("sha256sum --check") == 2  # kind and kubectl, both verified
+    assert not any("curl" in r for r in runs)  # nothing downloaded: the harness builds its tools
 
 
 def test_workflow_runs_one_job_per_shard_and_names_each_uploaded_report(workflow: dict[Any, Any]) -> None:
@@ -267,13 +265,16 @@ def test_dry_run_prints_the_whole_sequence_in_order_and_creates_nothing(tmp_path
     assert sorted(p.name for p in ROOT.iterdir()) == before
 
     order = [
-        find(commands, ["docker", "build"], "-f", "kthena_ref/deploy/Dockerfile", "-t", "kthena-ref:ci", "."),
-        find(commands, ["kind", "build", "node-image"], KIND_NODE_IMAGE.rsplit(":", 1)[1], KIND_NODE_IMAGE),
+        find(commands, ["kthena-conformance", "binaries", "build", "--kind"]),
+        find(commands, ["kthena-conformance", "cluster", "status", "--provider", "kind", "--name", "kthena"]),
         find(
-            commands, ["kind", "create", "cluster"], "--config", "kind-configs/kthena.yaml", "--image", KIND_NODE_IMAGE
+            commands,
+            ["kthena-conformance", "cluster", "up", "--provider", "kind", "--name", "kthena"],
+            "--gpu-nodes",
+            "--npu-nodes",
         ),
         kubectl(commands, "wait", "--for=condition=Ready", "nodes", "--all"),
-        find(commands, ["kind", "load", "docker-image", "kthena-ref:ci", "--name", "kthena"]),
+        find(commands, ["kthena-conformance", "cluster", "images", "--name", "kthena", "--image", "kthena-ref:ci"]),
         find(commands, ["openssl", "x509", "-req"]),
         find(commands, ["kthena-ref", "manifests", *MANIFEST_NAMES]),
         find(commands, ["kthena-ref", "manifests", "controller", "--image", "kthena-ref:ci", "--ca-bundle-file"]),
@@ -287,10 +288,10 @@ def test_dry_run_prints_the_whole_sequence_in_order_and_creates_nothing(tmp_path
         find(commands, ["kthena-conformance", "run"], "--provider", "existing", "--implementation", "external"),
         next(i for i, w in enumerate(commands) if w[0] == "kubectl" and "logs" in w and "-f" not in w),
         find(commands, ["kind", "export", "logs"]),
-        find(commands, ["kind", "delete", "cluster", "--name", "kthena"]),
+        find(commands, ["kthena-conformance", "cluster", "down", "--provider", "kind", "--name", "kthena"]),
     ]
     assert order == sorted(order), order
-    assert find(commands, ["kind", "delete"]) == len(commands) - 1  # the very last thing
+    assert find(commands, ["kthena-conformance", "cluster", "down"]) == len(commands) - 1  # the very last thing
 
     applies = [i for i, w in enumerate(commands) if w[:1] == ["kubectl"] and "apply" in w]
     secret = kubectl(commands, "create", "secret", "tls")
@@ -301,17 +302,15 @@ def test_dry_run_prints_the_whole_sequence_in_order_and_creates_nothing(tmp_path
 def test_dry_run_wires_one_kubeconfig_and_keeps_secrets_out_of_the_reports(tmp_path: Path) -> None:
     commands = dry_run(tmp_path, WORK_DIR=str(tmp_path / "work"))
     reports, work = tmp_path / "reports", tmp_path / "work"
-    create = commands[find(commands, ["kind", "create", "cluster"])]
     suite = commands[find(commands, ["kthena-conformance", "run"])]
-    kubeconfig = option(create, "--kubeconfig")
-    assert Path(kubeconfig).parent == work
+    kubeconfig = str(work / "kubeconfig")  # the harness's kind kubeconfig, copied where the keys are
     assert option(suite, "--kubeconfig") == kubeconfig
     assert option(suite, "--context") == "kind-kthena"
     assert option(suite, "--support-file") == "ci/kthena-ref-support.yaml"
     assert option(suite, "--report-dir") == str(reports)
     stream = option(suite, "--controller-log")
     assert Path(stream).parent == reports / "cluster"  # kept with the reports, outside what the suite cleans
-    assert kubectl(commands, "logs", "-f") < find(commands, ["kthena-conformance"])
+    assert kubectl(commands, "logs", "-f") < find(commands, ["kthena-conformance", "run"])
     for words in commands:
         if words[0] == "kubectl":
             assert option(words, "--kubeconfig") == kubeconfig and option(words, "--context") == "kind-kthena"
@@ -319,35 +318,28 @@ def test_dry_run_wires_one_kubeconfig_and_keeps_secrets_out_of_the_reports(tmp_p
     assert Path(option(secret, "--key")).is_relative_to(work)
     export = commands[find(commands, ["kind", "export", "logs"])]
     assert Path(export[3]).is_relative_to(reports)
-    delete = commands[find(commands, ["kind", "delete", "cluster"])]
-    assert option(delete, "--kubeconfig") == kubeconfig  # never the user's ~/.kube/config
+    assert not any(w[:2] == ["kind", "delete"] for w in commands)  # the harness deletes what it made
     written = [Path(w[-1]) for w in commands if w[0] in {"openssl", "write"}]
     assert written and all(p.is_relative_to(work) for p in written)
 
 
 def test_dry_run_honours_the_overrides(tmp_path: Path) -> None:
     commands = dry_run(tmp_path, KIND_CLUSTER_NAME="nightly", IMAGE="example.com/kthena-ref:abc123")
-    assert find(commands, ["docker", "build"], "example.com/kthena-ref:abc123") >= 0
-    assert find(commands, ["kind", "create", "cluster", "--name", "nightly"]) >= 0
-    assert find(commands, ["kind", "load", "docker-image", "example.com/kthena-ref:abc123", "--name", "nightly"]) >= 0
+    assert find(commands, ["kthena-conformance", "cluster", "up", "--provider", "kind", "--name", "nightly"]) >= 0
+    images = [
+        "kthena-conformance",
+        "cluster",
+        "images",
+        "--name",
+        "nightly",
+        "--image",
+        "example.com/kthena-ref:abc123",
+    ]
+    assert find(commands, images) >= 0
     assert find(commands, ["kthena-ref", "manifests", "controller", "--image", "example.com/kthena-ref:abc123"]) >= 0
-    assert option(commands[find(commands, ["kthena-conformance"])], "--context") == "kind-nightly"
+    assert option(commands[find(commands, ["kthena-conformance", "run"])], "--context") == "kind-nightly"
     assert find(commands, ["kind", "export", "logs"], "nightly") >= 0
-    assert find(commands, ["kind", "delete", "cluster", "--name", "nightly"]) >= 0
-
-
-@pytest.mark.parametrize(
-    "extra",
-    [
-        {"NODE_IMAGE_BUILD": "never"},
-        {"KTHENA_KIND_NODE_IMAGE": "kindest/node:v1.36.1@sha256:" + "ab" * 32},  # a digest is pulled, never built
-    ],
-)
-def test_dry_run_without_a_node_image_build(tmp_path: Path, extra: dict[str, str]) -> None:
-    commands = dry_run(tmp_path, **extra)
-    assert not any(w[:3] == ["kind", "build", "node-image"] for w in commands)
-    node_image = extra.get("KTHENA_KIND_NODE_IMAGE", KIND_NODE_IMAGE)
-    assert option(commands[find(commands, ["kind", "create", "cluster"])], "--image") == node_image
+    assert find(commands, ["kthena-conformance", "cluster", "down", "--provider", "kind", "--name", "nightly"]) >= 0
 
 
 @pytest.mark.parametrize("image", ["kthena-ref:latest", "kthena-ref", "registry:5000/kthena-ref"])
@@ -396,9 +388,14 @@ STUB = r"""#!/usr/bin/env bash
 printf '%s\n' "$(basename "$0") $*" >>"$STUB_LOG"
 tool=$(basename "$0")
 case "$tool $*" in
-  "docker info"*) [[ "${STUB_NO_DOCKER:-0}" == 1 ]] && exit 1; exit 0 ;;
-  "docker image inspect"*) exit 1 ;;
-  "kind get clusters"*) printf '%s\n' ${STUB_CLUSTERS:-} ; exit 0 ;;
+  "kthena-conformance binaries build"*) [[ "${STUB_NO_TOOLS:-0}" == 1 ]] && exit 1; echo "$STUB_BIN"; exit 0 ;;
+  "kthena-conformance cluster status"*)
+    if [[ " ${STUB_CLUSTERS:-} " == *" kthena "* || -e "$STUB_LOG.up" ]]; then
+      echo '{"phase": "ready", "dockerHost": "unix:///stub/docker.sock"}'; exit 0
+    fi
+    exit 3 ;;
+  "kthena-conformance cluster up"*) touch "$STUB_LOG.up"; echo "apiVersion: v1" >"$STUB_LOG.kubeconfig"
+    echo "$STUB_LOG.kubeconfig"; exit 0 ;;
   "kubectl "*"create --dry-run=server"*)
     [[ "${STUB_PROBE:-}" == accept ]] && exit 0
     echo 'Error from server: admission webhook "validate.modelservings.workload.serving.volcano.sh" denied the request: spec.template.roles[0].workerTemplate: required' >&2
@@ -429,11 +426,13 @@ def stubbed(tmp_path: Path) -> Callable[..., tuple[subprocess.CompletedProcess[s
     def go(*args: str, **extra: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
         log = tmp_path / "calls.log"
         log.write_text("")
+        (tmp_path / "calls.log.up").unlink(missing_ok=True)
         env = base_env(
             tmp_path,
             PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
             VIRTUAL_ENV="stubbed",  # do not put the project's .venv/bin before the stubs
             STUB_LOG=str(log),
+            STUB_BIN=str(bin_dir),
             REPORT_DIR=str(tmp_path / "reports"),
             WORK_DIR=str(tmp_path / "work"),
             **extra,
@@ -455,8 +454,9 @@ def test_the_suites_exit_code_is_the_scripts_and_cleanup_always_runs(
     result, calls = stubbed(STUB_SUITE_RC=str(suite_rc))
     assert result.returncode == suite_rc, result.stderr
     suite = index(calls, "kthena-conformance run")
-    assert index(calls, "kind create cluster") < suite < index(calls, "kind export logs") < index(calls, "kind delete")
-    assert calls[-1].startswith("kind delete cluster --name kthena")
+    down = index(calls, "kthena-conformance cluster down")
+    assert index(calls, "kthena-conformance cluster up") < suite < index(calls, "kind export logs") < down
+    assert calls[-1].startswith("kthena-conformance cluster down --provider kind --name kthena")
     assert not (tmp_path / "work").exists()  # kubeconfig and keys removed
     cluster = tmp_path / "reports" / "cluster"
     assert (cluster / "controller.log").read_text() == "controller log line\n"
@@ -480,8 +480,8 @@ def test_a_failed_setup_step_still_exports_logs_and_deletes_the_cluster(
 ) -> None:
     result, calls = stubbed(STUB_FAIL="rollout")
     assert result.returncode == 1
-    assert not any(c.startswith("kthena-conformance") for c in calls)
-    assert index(calls, "kind export logs") < index(calls, "kind delete cluster")
+    assert not any(c.startswith("kthena-conformance run") for c in calls)
+    assert index(calls, "kind export logs") < index(calls, "kthena-conformance cluster down")
 
 
 def test_a_webhook_that_does_not_answer_stops_the_run_before_the_suite(
@@ -490,17 +490,17 @@ def test_a_webhook_that_does_not_answer_stops_the_run_before_the_suite(
     result, calls = stubbed(STUB_PROBE="accept")
     assert result.returncode == 1
     assert "an invalid ModelServing was accepted" in result.stderr
-    assert not any(c.startswith("kthena-conformance") for c in calls)
-    assert calls[-1].startswith("kind delete cluster")
+    assert not any(c.startswith("kthena-conformance run") for c in calls)
+    assert calls[-1].startswith("kthena-conformance cluster down")
 
 
-def test_no_docker_engine_fails_before_anything_is_created(
+def test_tools_that_do_not_build_fail_before_anything_is_created(
     stubbed: Callable[..., tuple[subprocess.CompletedProcess[str], list[str]]], tmp_path: Path
 ) -> None:
-    result, calls = stubbed(STUB_NO_DOCKER="1")
+    result, calls = stubbed(STUB_NO_TOOLS="1")
     assert result.returncode == 1
-    assert "no Docker engine answers" in result.stderr
-    assert calls == ["docker info"]
+    assert "could not build kind and kubectl" in result.stderr
+    assert calls == ["kthena-conformance binaries build --kind"]
     assert not (tmp_path / "reports").exists() and not (tmp_path / "work").exists()
 
 
@@ -510,16 +510,19 @@ def test_an_existing_cluster_is_never_adopted_nor_deleted(
     result, calls = stubbed(STUB_CLUSTERS="other kthena")
     assert result.returncode == 1
     assert "exists already" in result.stderr
-    assert not any(c.startswith(("kind create", "kind delete", "kind export")) for c in calls)
+    assert not any(c.startswith(("kthena-conformance cluster up", "kthena-conformance cluster down", "kind export"))
+                   for c in calls)  # fmt: skip
 
 
-def test_the_node_image_is_built_with_kind_when_absent(
+def test_the_harness_builds_the_tools_then_the_cluster_then_the_images(
     stubbed: Callable[..., tuple[subprocess.CompletedProcess[str], list[str]]],
 ) -> None:
-    _, calls = stubbed()
-    tag = KIND_NODE_IMAGE.rsplit(":", 1)[1]
-    assert f"kind build node-image --type release {tag} --image {KIND_NODE_IMAGE}" in calls
-    assert index(calls, "kind build node-image") < index(calls, "kind create cluster")
+    result, calls = stubbed()
+    assert result.returncode == 0, result.stderr
+    tools = index(calls, "kthena-conformance binaries build --kind")
+    up = index(calls, "kthena-conformance cluster up --provider kind --name kthena --nodes 1 --gpu-nodes 1")
+    images = index(calls, "kthena-conformance cluster images --name kthena --image kthena-ref:ci")
+    assert tools < up < images and tools < index(calls, "kubectl")  # kubectl: the harness's, once built
 
 
 # --- the webhook certificates and the controller manifest -----------------------------------

@@ -77,6 +77,8 @@ class Netfilter:
 
     chains: dict[str, frozenset[str]] = field(default_factory=dict)
     rules: dict[str, frozenset[str]] = field(default_factory=dict)
+    # table -> built-in chain -> policy (ACCEPT, DROP): Docker sets the FORWARD policy to DROP.
+    policies: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,7 @@ class HostSnapshot:
                 family: {
                     "chains": {table: sorted(chains) for table, chains in sorted(nf.chains.items())},
                     "rules": {table: sorted(rules) for table, rules in sorted(nf.rules.items())},
+                    "policies": {table: dict(sorted(p.items())) for table, p in sorted(nf.policies.items())},
                 }
                 for family, nf in sorted(self.iptables.items())
             },
@@ -133,6 +136,9 @@ class HostSnapshot:
                     str(family): Netfilter(
                         chains={str(t): frozenset(map(str, c)) for t, c in nf["chains"].items()},
                         rules={str(t): frozenset(map(str, r)) for t, r in nf["rules"].items()},
+                        policies={
+                            str(t): {str(c): str(v) for c, v in p.items()} for t, p in nf.get("policies", {}).items()
+                        },
                     )
                     for family, nf in doc["iptables"].items()
                 },
@@ -178,6 +184,17 @@ def parse_iptables_save(text: str) -> dict[str, frozenset[str]]:
         if line.startswith(":"):
             entry.add(line[1:].split()[0])
     return {table: frozenset(names) for table, names in chains.items()}
+
+
+def parse_iptables_policies(text: str) -> dict[str, dict[str, str]]:
+    """The policy of every built-in chain per table in ``iptables-save`` output (``:FORWARD DROP``)."""
+    policies: dict[str, dict[str, str]] = {}
+    for table, line in _iptables_lines(text):
+        if line.startswith(":"):
+            words = line[1:].split()
+            if len(words) >= 2 and words[1] != "-":
+                policies.setdefault(table, {})[words[0]] = words[1]
+    return policies
 
 
 def parse_iptables_rules(text: str) -> dict[str, frozenset[str]]:
@@ -278,7 +295,9 @@ def _availability(snapshot: HostSnapshot, tool: str) -> str:
 def _netfilter_items(nf: Netfilter) -> set[str]:
     chains = {f"{table} chain {c}" for table, names in nf.chains.items() for c in names if c not in BUILTIN_CHAINS}
     rules = {f"{table} rule {r}" for table, lines in nf.rules.items() for r in lines}
-    return chains | rules
+    # A table made after up has ACCEPT policies, as one never made: only other policies are items.
+    policies = {f"{t} policy {c} {p}" for t, of in nf.policies.items() for c, p in of.items() if p != "ACCEPT"}
+    return chains | rules | policies
 
 
 def diff(before: HostSnapshot, after: HostSnapshot) -> HostDiff:
@@ -360,7 +379,18 @@ def _iptables_actions(family: str, before: Netfilter, after: Netfilter) -> list[
             actions.append(Action("iptables", f"{table} {rule}", "rule added after up", (*base, "-D", *argv[1:])))
         actions += [Action("iptables", f"{table} {c}", "chain created after up", (*base, "-F", c)) for c in new_chains]
         actions += [Action("iptables", f"{table} {c}", "chain created after up", (*base, "-X", c)) for c in new_chains]
+    for table in sorted(after.policies):
+        for chain, now in sorted(after.policies[table].items()):
+            was = before.policies.get(table, {}).get(chain, "ACCEPT")
+            if now != was:
+                why = f"policy {now} now, {was} before up"
+                actions.append(Action("iptables", f"{table} {chain}", why, (*base_of(family, table), "-P", chain, was)))
     return actions
+
+
+def base_of(family: str, table: str) -> tuple[str, ...]:
+    """The start of an ``iptables`` command line acting on ``table`` (pure)."""
+    return (family, "-w", "-t", table)
 
 
 def restore_plan(before: HostSnapshot, after: HostSnapshot) -> list[Action]:
@@ -454,15 +484,37 @@ def _pids(proc: Path) -> list[int]:
         return []
 
 
-def cgroup_hierarchies(cgroup_root: Path) -> list[Path]:
-    """The root of every cgroup hierarchy: the unified root (v2), or each v1 (and hybrid) mount."""
+def cgroup_mounts(mountinfo: str) -> list[str]:
+    """The mount point of every cgroup (v1) and cgroup2 file system in ``mountinfo`` text (pure).
+
+    Directories in ``/sys/fs/cgroup`` that are no mount are no hierarchy: runc (as Docker runs it on
+    cgroup v1) creates plain directories there for controllers the host has not mounted
+    (``cpu,cpuacct``, ``hugetlb``, ``perf_event``...), and walking them as cgroups fails.
+    """
+    points = []
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if " - " not in line or len(fields) < 5:
+            continue
+        fstype = line.split(" - ", 1)[1].split()[0]
+        if fstype in ("cgroup", "cgroup2"):
+            points.append(_unescape_mountinfo(fields[4]))
+    return sorted(set(points))
+
+
+def cgroup_hierarchies(cgroup_root: Path, mountinfo: str | None = None) -> list[Path]:
+    """The root of every cgroup hierarchy: the unified root (v2), or each v1 (and hybrid) mount
+    below ``cgroup_root`` (read from ``mountinfo``, default this process's)."""
     if (cgroup_root / "cgroup.controllers").exists():
         return [cgroup_root]
-    try:
+    text = mountinfo if mountinfo is not None else (_read_text(Path("/proc/self/mountinfo")) or "")
+    mounted = [Path(p) for p in cgroup_mounts(text) if Path(p).parent == cgroup_root]
+    if mounted:
+        return mounted
+    try:  # no mountinfo (a test tree): every real directory, aliases (symlinks) once
         entries = sorted(os.scandir(cgroup_root), key=lambda e: e.name)
     except OSError:
         return []
-    # `cpu` -> `cpu,cpuacct` style aliases are symlinks: each hierarchy once.
     return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
 
 
@@ -485,7 +537,7 @@ def _netfilter(family: str, run: Runner, unavailable: dict[str, str]) -> Netfilt
     except (OSError, subprocess.SubprocessError) as exc:
         unavailable[family] = _error_text(exc)
         return None
-    return Netfilter(parse_iptables_save(text), parse_iptables_rules(text))
+    return Netfilter(parse_iptables_save(text), parse_iptables_rules(text), parse_iptables_policies(text))
 
 
 def take_snapshot(

@@ -580,3 +580,61 @@ def test_an_action_whose_object_went_meanwhile_is_no_failure() -> None:
 
     actions = [Action("kill", "9", "started after up", ("kill", "-KILL", "9"), "/bin/busybox")]
     assert apply(actions, run, still_there=still_there, kill_wait=0) == []
+
+
+# -- chain policies (Docker sets FORWARD to DROP) and cgroup hierarchies read from mountinfo --------
+
+DOCKER_FILTER = "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n:DOCKER - [0:0]\nCOMMIT\n"
+
+
+def test_parse_iptables_policies() -> None:
+    from conformance.cluster.realnode.host import parse_iptables_policies
+
+    assert parse_iptables_policies(DOCKER_FILTER) == {
+        "filter": {"INPUT": "ACCEPT", "FORWARD": "DROP", "OUTPUT": "ACCEPT"}
+    }
+
+
+def test_a_changed_policy_is_a_difference_and_is_put_back() -> None:
+    from conformance.cluster.realnode.host import parse_iptables_policies
+
+    before = _with(iptables={"iptables": Netfilter(), "ip6tables": Netfilter()})
+    docker = Netfilter(parse_iptables_save(DOCKER_FILTER), parse_iptables_rules(DOCKER_FILTER),
+                       parse_iptables_policies(DOCKER_FILTER))  # fmt: skip
+    after = _with(iptables={"iptables": docker, "ip6tables": Netfilter()})
+    assert "iptables filter policy FORWARD DROP added" in diff(before, after).lines()
+    plan = [a for a in restore_plan(before, after) if a.kind == "iptables"]
+    assert ("iptables", "-w", "-t", "filter", "-P", "FORWARD", "ACCEPT") in [a.argv for a in plan]
+    accept = Netfilter(docker.chains, docker.rules, {"filter": {"INPUT": "ACCEPT", "FORWARD": "ACCEPT"}})
+    assert diff(before, _with(iptables={"iptables": accept, "ip6tables": Netfilter()})).of("iptables") == tuple(
+        c
+        for c in diff(before, _with(iptables={"iptables": accept, "ip6tables": Netfilter()})).of("iptables")
+        if "policy" not in c.item
+    )
+
+
+def test_policies_survive_the_snapshot_file() -> None:
+    from conformance.cluster.realnode.host import HostSnapshot
+
+    snap = _with(iptables={"iptables": Netfilter({}, {}, {"filter": {"FORWARD": "DROP"}})})
+    assert HostSnapshot.from_json(snap.to_json()).iptables["iptables"].policies == {"filter": {"FORWARD": "DROP"}}
+
+
+CGROUP_MOUNTINFO = """31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime shared:5 - cgroup cgroup rw,name=systemd
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+50 23 0:50 / /proc rw - proc proc rw
+"""
+
+
+def test_cgroup_hierarchies_come_from_mountinfo_not_directories(tmp_path: Path) -> None:
+    from conformance.cluster.realnode.host import cgroup_hierarchies, cgroup_mounts
+
+    assert cgroup_mounts(CGROUP_MOUNTINFO) == ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/systemd", "/sys/fs/cgroup/unified"]
+    root = Path("/sys/fs/cgroup")
+    if not (root / "cgroup.controllers").exists():
+        # a plain directory runc made ("cpu,cpuacct") is no hierarchy
+        assert cgroup_hierarchies(root, CGROUP_MOUNTINFO) == [root / "cpu", root / "systemd", root / "unified"]
+    (tmp_path / "memory").mkdir()
+    assert cgroup_hierarchies(tmp_path, CGROUP_MOUNTINFO) == [tmp_path / "memory"]  # no mounts there: a test tree

@@ -120,6 +120,9 @@ def test_kind_info_declares_its_network_gateway(tmp_path: Path, monkeypatch: pyt
     for tool in ("kind", "docker"):
         (bin_dir / tool).chmod(0o755)
     monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("KTHENA_CACHE_DIR", str(tmp_path / "cache"))  # neither the harness's kind nor its engine
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    monkeypatch.setattr("conformance.cluster.kind._KIND", [])
     info = KindProvider(runs=tmp_path / "runs").info("demo")
     assert info.details["runnerAddress"] == "172.18.0.1"
     assert info.as_report()["runnerAddress"] == "172.18.0.1"
