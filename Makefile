@@ -16,7 +16,7 @@ CONFORMANCE_WORKERS ?= 4
 OWN_WORKERS ?= 6
 PYTEST := $(BIN)/pytest -p no:cacheprovider
 
-.PHONY: all venv binaries host-packages conformance test test-all test-fast lint bench catalog clean distclean
+.PHONY: all venv binaries host-packages conformance nightly test test-all test-fast lint bench catalog clean distclean
 
 all: test
 
