@@ -219,7 +219,7 @@ DNS = PROFILES["HeadlessServiceDNS"]
             [result("dns/a", Feature.HEADLESS_SERVICE, P), result("dns/x", Feature.DNS_RESOLUTION, NS)],
             NO_OPTIONAL,
             Verdict.SUCCESS,
-            "succeeds: all 1 tests that ran passed; optional features DeletionIdentityChanged, MigrationRequired, DNSResolution not supported, not tested.",
+            "succeeds: all 1 tests that ran passed; optional feature DNSResolution not supported, not tested.",
             id="success-optional-unsupported",
         ),
         pytest.param(
