@@ -104,6 +104,7 @@ CAUGHT_BY: dict[str, list[str]] = {
         "plugins/immutability/add-first-plugin",
         "plugins/immutability/change-scope",
         "plugins/immutability/remove-plugin",
+        "plugins/immutability/equivalent-type-accepted",
     ],
     "unknown-plugin-accepted": ["plugins/failures/unregistered-plugin-visible"],
     "demo-env-replaces": ["plugins/demo-pod-tweaks/env-appended"],
@@ -124,6 +125,8 @@ CAUGHT_BY: dict[str, list[str]] = {
     ],
     "scope-roles-change-allowed": ["plugins/immutability/change-scope-roles"],
     "chain-unlocked-at-zero": ["plugins/immutability/add-first-at-zero"],
+    # issue 31: scope.roles with whichever built-in the implementation supports
+    "scope-roles-ignored": ["plugins/scope/roles-listed"],
     # issue 13, H7: headless-service scope, layout and Service lifecycle
     "headless-scope-refused": ["dns/scope/target-all-accepted"],
     "headless-scope-roles-ignored": ["dns/scope/roles"],
