@@ -524,6 +524,7 @@ def _assemble(
 ) -> None:
     """Every selected profile's behaviours, as run or as the reason they were not (with a
     ``shard``, the behaviours ``owners`` gives other shards are skipped-by-user)."""
+    from ..framework.catalog import source_text
     from ..framework.causes import causes
     from ..framework.documented_fields import blame
     from ..framework.features import PROFILES
@@ -574,7 +575,7 @@ def _assemble(
                     else "not run: its pass did not report it"
                 )
             found = TestResult(b.id, "", b.feature, outcome, 0.0, message, b.statement, b.spec, level=b.level)
-        prefix = blame(b.features, missing) if found.outcome in failed else ""
+        prefix = blame(b.features, missing, source_text(b)) if found.outcome in failed and missing else ""
         if prefix and not found.message.startswith(prefix):
             found.message = prefix + found.message
         tests.append(found)
