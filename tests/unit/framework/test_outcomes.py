@@ -360,3 +360,17 @@ def test_test_result_from_dict_rejects(change: dict[str, str], error: type[Excep
     data = {**result("core/a", Feature.CORE, P).as_dict(), **change}
     with pytest.raises(error):
         TestResult.from_dict(data)
+
+
+def test_a_failed_precondition_is_inconclusive_not_a_verdict() -> None:
+    """Issue 31: a SHOULD test whose setup did not hold was a warning about that SHOULD."""
+    from conformance.framework.outcomes import Inconclusive, precondition
+
+    with pytest.raises(Inconclusive, match=r"precondition not met \(Pods running\): saw 3"):
+        with precondition("Pods running"):
+            raise AssertionError("saw 3")
+    with pytest.raises(ValueError):  # anything else is left alone (an error already)
+        with precondition("Pods running"):
+            raise ValueError("boom")
+    with precondition("nothing fails"):
+        pass
