@@ -366,11 +366,12 @@ def test_a_failed_precondition_is_inconclusive_not_a_verdict() -> None:
     """Issue 31: a SHOULD test whose setup did not hold was a warning about that SHOULD."""
     from conformance.framework.outcomes import Inconclusive, precondition
 
-    with pytest.raises(Inconclusive, match=r"precondition not met \(Pods running\): saw 3"):
-        with precondition("Pods running"):
-            raise AssertionError("saw 3")
-    with pytest.raises(ValueError):  # anything else is left alone (an error already)
-        with precondition("Pods running"):
-            raise ValueError("boom")
+    with (
+        pytest.raises(Inconclusive, match=r"precondition not met \(Pods running\): saw 3"),
+        precondition("Pods running"),
+    ):
+        raise AssertionError("saw 3")
+    with pytest.raises(ValueError), precondition("Pods running"):  # anything else is left alone (an error already)
+        raise ValueError("boom")
     with precondition("nothing fails"):
         pass
