@@ -24,7 +24,9 @@ supported fails. So the declaration is checked hard, and every mistake is report
       timeoutSeconds: 120              # optional (default 120): the command must return by then
     launch:                            # optional: the harness installs and starts your implementation
       command: [./bin/my-controller, --webhook-port, "{webhook_port}"]  # argv (or one shell-quoted string)
-      manifests: [deploy/crds.yaml]    # optional: applied before it starts (paths relative to this file)
+      manifests: [deploy/crds.yaml]    # optional: applied before it starts
+      # every relative path here (the program, its arguments, the manifests) is relative to this file:
+      # the command runs in this file's directory
       readyLog: "caches synced"        # optional: ready once a line of its output matches this regex
       readyTimeoutSeconds: 60          # optional (default 60)
       webhook: true                    # optional: the harness makes a loopback certificate and port

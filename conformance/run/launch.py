@@ -76,6 +76,9 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict)
     manifests: tuple[Manifest, ...] = ()  # applied before the command starts (webhook configurations: once ready)
     webhook: bool = False  # the harness makes a loopback certificate and port for the command's webhook
+    # Where the command runs: a support file's directory (its relative paths, the program's included, resolve
+    # there, as its manifests do); the runner's working directory for the --implementation-* flags.
+    cwd: Path | None = None
 
     @classmethod
     def parse(
@@ -86,6 +89,7 @@ class Launch:
         manifests: list[Path] | None = None,
         webhook: bool = False,
         names: LaunchNames = FLAGS,
+        cwd: Path | None = None,
     ) -> Launch:
         """From the command line (or a support file's ``launch``, ``names`` naming its fields):
         ``command`` split as a POSIX shell would (quotes), never run by one; ``manifests`` read and
@@ -113,7 +117,7 @@ class Launch:
                     f"{names.command}/{names.manifest.rstrip(':')} use {', '.join(used)}: add "
                     f"{names.webhook} for the harness to make the webhook's port and certificate"
                 )
-        return cls(argv, pattern, ready_timeout, manifests=read, webhook=webhook)
+        return cls(argv, pattern, ready_timeout, manifests=read, webhook=webhook, cwd=cwd)
 
     def describe(self) -> str:
         return shlex.join(self.command)
@@ -238,7 +242,13 @@ class RunningCommand:
         env = environment(self.kubeconfig, {**self.launch.env, **(self.webhook.env() if self.webhook else {})})
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env=env,
+                cwd=self.launch.cwd,
             )
         started = time.monotonic()
         deadline = started + self.launch.ready_timeout

@@ -327,6 +327,7 @@ def _launch(options: RunOptions, support: Any = None) -> Launch | None:
             list(declared.manifests),
             declared.webhook,
             names=LaunchNames.of_file(declared.source),
+            cwd=Path(declared.source).resolve().parent,
         )
     if options.implementation_command is None:
         if flags:

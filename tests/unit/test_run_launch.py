@@ -157,6 +157,20 @@ def test_started_ready_by_its_log_line_then_stopped_with_its_children(tmp_path: 
     assert _gone(child), "a child the command started went with it (its process group)"
 
 
+def test_the_command_runs_in_its_launch_directory(tmp_path: Path) -> None:
+    """A support file's command runs in the file's directory, so ./bin/x and its manifests resolve alike."""
+    home = tmp_path / "impl"
+    home.mkdir()
+    launch = Launch.parse(_script(tmp_path, 'echo "cwd=$(pwd)"; echo "caches synced"; sleep 30'), "caches synced", 10)
+    launch = Launch(launch.command, launch.ready_log, launch.ready_timeout, cwd=home)
+    running = RunningCommand(launch, tmp_path / "kubeconfig", tmp_path / "implementation.log", owner_pid=os.getpid())
+    running.start()
+    try:
+        assert f"cwd={home}" in running.log.read_text()
+    finally:
+        running.stop()
+
+
 def test_a_command_that_exits_before_it_is_ready_is_an_error_naming_its_log(tmp_path: Path) -> None:
     running = _running(tmp_path, "echo 'cannot reach the API server' >&2; exit 4")
     with pytest.raises(HarnessError, match="exited with code 4 before it was ready") as info:
@@ -292,6 +306,7 @@ def test_a_support_files_launch_starts_an_external_implementation(tmp_path: Path
     launch = _launch(options, support)
     assert launch is not None
     assert launch.command == ("ctl", "--port", "{webhook_port}") and launch.webhook
+    assert launch.cwd == tmp_path.resolve()  # one rule: the command runs where its manifests are found
     assert launch.ready_log is not None and launch.ready_log.pattern == "ready"
     # without a launch (or command) "auto" is the reference, as before
     assert _resolve_implementation(RunOptions(implementation="auto"), None).implementation == "reference"
