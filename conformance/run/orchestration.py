@@ -53,6 +53,8 @@ from ..cluster.paths import runs_root
 from ..cluster.provider import ClusterInfo, Progress, quiet
 from ..cluster.registry import get_provider
 from ..cluster.spec import ClusterSpec, NodePool
+from ..framework.catalog import source_text
+from ..framework.realnodes import needs_real_nodes
 from . import credentials, signals
 from .accelerators import AcceleratorPlan, device_pools, fake_device_faults, load_accelerators
 from .deploy import deploy_command, deploy_reference
@@ -158,9 +160,10 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
         injects = get_provider(
             options.provider_name, kubeconfig=options.kubeconfig, context=options.context
         ).injects_now()
+        real_nodes = _dry_run_real_nodes(options)
         result.listing = [
             f"{b.id:60} {b.profile.name:20} {'serial' if b.serial else 'parallel':8} "
-            + dry_run_verdict(b, support, options.provider_name, injects)
+            + dry_run_verdict(b, support, options.provider_name, injects, real_nodes)
             for b in selected
         ]
         data["verdict"] = "not-run"
@@ -350,12 +353,32 @@ def _launch(options: RunOptions, support: Any = None) -> Launch | None:
     )
 
 
-def dry_run_verdict(b: Any, support: Any, provider: str, injects: frozenset[Any]) -> str:
+def _dry_run_real_nodes(options: RunOptions) -> str | None:
+    """Why a run with ``options`` would have no real nodes (None: it would, or the cluster declares
+    its own): the same decision a run makes, on this host now."""
+    if options.provider_name != "local":
+        return None
+    asked = options.real_nodes if options.real_nodes is not None else asked_by_env(os.environ.get(REAL_NODES_ENV))
+    problem = host_problem(runs_root() / "dry-run") if asked is not False else None
+    try:
+        plan = plan_real_nodes(asked, options.provider_name, problem)
+    except HarnessError as exc:
+        return str(exc)
+    return None if plan.use else plan.note
+
+
+def dry_run_verdict(
+    b: Any, support: Any, provider: str, injects: frozenset[Any], no_real_nodes: str | None = None
+) -> str:
     """What a run would do with behaviour ``b``: ``run``, ``not-supported``, or ``inconclusive
     here`` with the reason when the provider's clusters cannot inject a fault kind it needs (the
-    catalog's ``faults``; a test known only to inject some fault needs the provider to inject any). Pure."""
+    catalog's ``faults``; a test known only to inject some fault needs the provider to inject any),
+    or when it needs real nodes (its test calls ``realnodes.require``) and ``no_real_nodes`` says why
+    the run would have none. Pure, but for reading the test's source."""
     if not all(support.supports(f) for f in b.features):
         return "not-supported"
+    if no_real_nodes is not None and needs_real_nodes(source_text(b)):
+        return f"inconclusive here: it needs real nodes ({no_real_nodes})"
     can = {str(f) for f in injects}
     lacking = [f for f in b.faults if f not in can]
     if lacking or (b.injects_faults and not can):
