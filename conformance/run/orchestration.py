@@ -27,6 +27,9 @@ With ``--shard I/N`` the run covers the I-th of N slices of the selection (see
 ``run.shard`` records the slice, and the exit code judges only this shard's own behaviours;
 ``kthena-conformance report merge`` makes one report of the N shard reports.
 
+The steps live in :mod:`.planning` (1), :mod:`.passes` (4) and :mod:`.finish` (5); this module
+is their sequence.
+
 Exit codes: 0 every selected profile succeeded; 1 a profile is failure, partial or not-run;
 2 bad input; 3 the cluster or its preflight failed; 130 interrupted.
 """
@@ -34,16 +37,11 @@ Exit codes: 0 every selected profile succeeded; 1 a profile is failure, partial 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import datetime as dt
 import json
 import os
 import secrets
-import signal
-import subprocess
 import sys
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,40 +51,29 @@ from ..cluster.paths import runs_root
 from ..cluster.provider import ClusterInfo, Progress, quiet
 from ..cluster.registry import get_provider
 from ..cluster.spec import ClusterSpec, NodePool
-from ..framework.catalog import source_text
-from ..framework.realnodes import needs_real_nodes
 from . import credentials, signals
-from .accelerators import AcceleratorPlan, device_pools, fake_device_faults, load_accelerators
+from .accelerators import device_pools, fake_device_faults, load_accelerators
 from .deploy import deploy_command, deploy_reference
-from .launch import SETTLE_SECONDS, Launch, LaunchError, crds_of
+from .finish import RunResult, _assemble, _clean, _finish, _sweep, options_wait
+from .launch import SETTLE_SECONDS, LaunchError, crds_of
 from .options import (
     EXIT_CLUSTER,
     EXIT_INTERRUPTED,
-    EXIT_NONCONFORMANT,
-    EXIT_OK,
     EXIT_USAGE,
-    PACKAGE_DIR,
-    REFERENCE_SUPPORT,
     RunOptionError,
     RunOptions,
     check_cluster_options,
 )
+from .passes import _in_pass, _pytest_base, _run_pass
+from .planning import _announce, _deployed_by, _launch, _names, _resolve_implementation, _support, dry_run_verdict
 from .preflight import preflight
 from .prerequisites import installable
-from .progress import BehaviourCounter, ProgressTail, profile_lines
+from .progress import BehaviourCounter
 from .realnodes import ENV as REAL_NODES_ENV
-from .realnodes import PLAIN_POOL, asked_by_env, host_problem, observed_notes, plan_real_nodes
+from .realnodes import PLAIN_POOL, asked_by_env, host_problem, plan_real_nodes
 from .restarts import RestartService
 
 __all__ = ["RunOptions", "RunResult", "options_wait", "run"]
-
-
-@dataclass
-class RunResult:
-    report: dict[str, Any]
-    paths: list[Path] = field(default_factory=list)
-    exit_code: int = EXIT_OK
-    listing: list[str] = field(default_factory=list)  # --dry-run
 
 
 def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
@@ -278,81 +265,6 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
     return result
 
 
-def _announce(options: RunOptions, plan: AcceleratorPlan, progress: Progress) -> None:
-    """Print the profiles this run covers, every one it leaves out with the reason, and the
-    accelerator drivers chosen by default."""
-    from ..framework.features import PROFILES
-
-    left_out = {"Accelerators": plan.left_out} if plan.left_out else {}
-    for line in profile_lines(options.profiles, list(PROFILES), left_out):
-        progress(line)
-    if plan.by_default:
-        for note in plan.notes:
-            progress(note)
-
-
-def _in_pass(b: Any, pass_name: str) -> bool:
-    from ..framework.selection import in_pass
-
-    return in_pass(b, pass_name)
-
-
-def _resolve_implementation(options: RunOptions, support: Any) -> RunOptions:
-    """``auto`` made concrete: external when a command starts it (flag or support file), else the reference."""
-    if options.implementation != "auto":
-        return options
-    starts = options.implementation_command is not None or getattr(support, "launch", None) is not None
-    return dataclasses.replace(options, implementation="external" if starts else "reference")
-
-
-def _launch(options: RunOptions, support: Any = None) -> Launch | None:
-    """The implementation command to start, checked; None when the harness starts none. From the
-    ``--implementation-*`` flags or the support file's ``launch`` (never both)."""
-    from .launch import LaunchNames
-
-    flags = bool(options.implementation_manifests or options.implementation_ready_log or options.implementation_webhook)
-    declared = getattr(support, "launch", None)
-    if declared is not None:
-        if options.implementation_command is not None or flags:
-            raise LaunchError(
-                f"{declared.source}: launch: the support file already says how to start the implementation; "
-                "drop --implementation-command/-manifest/-ready-log/-webhook (or the launch section)"
-            )
-        if options.implementation == "reference":
-            raise LaunchError(
-                f"{declared.source}: launch starts your implementation: run it with --implementation external "
-                "(or leave --implementation out)"
-            )
-        return Launch.parse(
-            declared.command,
-            declared.ready_log,
-            declared.ready_timeout,
-            list(declared.manifests),
-            declared.webhook,
-            names=LaunchNames.of_file(declared.source),
-            cwd=Path(declared.source).resolve().parent,
-        )
-    if options.implementation_command is None:
-        if flags:
-            raise LaunchError(
-                "--implementation-manifest, --implementation-ready-log and --implementation-webhook need "
-                "--implementation-command"
-            )
-        return None
-    if options.implementation == "reference":
-        raise LaunchError(
-            "--implementation-command starts your implementation: give --implementation external with it "
-            "(and declare what it supports)"
-        )
-    return Launch.parse(
-        options.implementation_command,
-        options.implementation_ready_log,
-        options.implementation_ready_timeout,
-        options.implementation_manifests,
-        options.implementation_webhook,
-    )
-
-
 def _dry_run_real_nodes(options: RunOptions) -> str | None:
     """Why a run with ``options`` would have no real nodes (None: it would, or the cluster declares
     its own): the same decision a run makes, on this host now."""
@@ -365,346 +277,3 @@ def _dry_run_real_nodes(options: RunOptions) -> str | None:
     except HarnessError as exc:
         return str(exc)
     return None if plan.use else plan.note
-
-
-def dry_run_verdict(
-    b: Any, support: Any, provider: str, injects: frozenset[Any], no_real_nodes: str | None = None
-) -> str:
-    """What a run would do with behaviour ``b``: ``run``, ``not-supported``, or ``inconclusive
-    here`` with the reason when the provider's clusters cannot inject a fault kind it needs (the
-    catalog's ``faults``; a test known only to inject some fault needs the provider to inject any),
-    or when it needs real nodes (its test calls ``realnodes.require``) and ``no_real_nodes`` says why
-    the run would have none. Pure, but for reading the test's source."""
-    if not all(support.supports(f) for f in b.features):
-        return "not-supported"
-    if no_real_nodes is not None and needs_real_nodes(source_text(b)):
-        return f"inconclusive here: it needs real nodes ({no_real_nodes})"
-    can = {str(f) for f in injects}
-    lacking = [f for f in b.faults if f not in can]
-    if lacking or (b.injects_faults and not can):
-        kinds = ", ".join(lacking) if lacking else "faults"
-        return f"inconclusive here: the {provider} provider cannot inject {kinds} into Pods (use the local provider)"
-    return "run"
-
-
-def _names(docs: list[dict[str, Any]]) -> str:
-    return ", ".join(f"{d['kind']} {d['metadata']['name']}" for d in docs)
-
-
-def _deployed_by(options: RunOptions, launch: Launch | None) -> str:
-    if options.implementation == "reference":
-        return "harness"
-    return "harness-command" if launch is not None else "external"
-
-
-def _support(options: RunOptions) -> Any:
-    from ..framework.support import SupportFileError, load_support, support_from_flags
-
-    if options.support_file is not None:
-        return load_support(options.support_file)
-    if options.supported_features or options.all_features:
-        return support_from_flags(
-            options.implementation_name or options.implementation,
-            options.implementation_version or "unknown",
-            options.supported_features,
-            options.all_features,
-        )
-    if options.implementation == "reference" or (
-        options.implementation == "auto" and options.implementation_command is None
-    ):
-        return load_support(REFERENCE_SUPPORT)
-    raise SupportFileError(
-        "an external implementation must declare what it supports: --support-file FILE, "
-        "--supported-features A,B or --all-features"
-    )
-
-
-def _pytest_base(
-    options: RunOptions,
-    info: ClusterInfo,
-    info_file: Path,
-    run_id: str,
-    report_dir: Path,
-    controller_log: Path | None,
-) -> list[str]:
-    args = [
-        sys.executable, "-m", "pytest",
-        "-p", "conformance.framework.plugin", "-p", "no:cacheprovider",
-        "-c", str(PACKAGE_DIR / "suites" / "pytest.ini"), "--rootdir", str(PACKAGE_DIR / "suites"),
-        str(PACKAGE_DIR / "suites"),
-        "--kubeconfig", str(info.kubeconfig),
-        "--cluster-info", str(info_file),
-        "--run-id", run_id,
-        "--keep", options.keep,
-        "--artifacts-dir", str(report_dir / "artifacts"),
-        "--wait-scale", options.timeout_scale,
-        "--alluredir", str(report_dir / "allure-results"),
-        "-q", "-rN", "--durations=15",
-    ]  # fmt: skip
-    if info.context:
-        args += ["--context", info.context]
-    if options.support_file is not None:
-        args += ["--support-file", str(options.support_file.resolve())]
-    elif options.supported_features or options.all_features:
-        args += ["--implementation-name", options.implementation_name or options.implementation]
-        args += ["--implementation-version", options.implementation_version or "unknown"]
-        args += [f"--supported-features={f}" for f in options.supported_features]
-        args += ["--all-features"] if options.all_features else []
-    else:
-        args += ["--support-file", str(REFERENCE_SUPPORT)]
-    for flag, values in (("--profile", options.profiles), ("--feature", options.features), ("--id", options.ids)):
-        args += [f"{flag}={v}" for v in values]
-    args += [f"--wait={w}" for w in options.timeouts]
-    if options.skip_slow:
-        args.append("--skip-slow")
-    if options.shard is not None:
-        args.append(f"--shard={options.shard}")
-    if controller_log is not None:
-        args += ["--controller-log", str(controller_log)]
-    if options.runner_address:
-        args += ["--runner-address", options.runner_address]
-    args += [f"--capabilities={p.resolve()}" for p in options.capabilities]
-    return [*args, *options.pytest_args]
-
-
-PROGRESS_POLL_SECONDS = 0.5  # how often a running pass's progress file is read
-
-
-def _run_pass(
-    base: list[str],
-    pass_name: str,
-    options: RunOptions,
-    work: Path,
-    progress: Progress,
-    counter: BehaviourCounter | None = None,
-) -> dict[str, Any]:
-    """Run one pass as a pytest subprocess (full output in ``<pass>.log``), printing one line per
-    finished behaviour from its progress file while it runs."""
-    results = work / f"{pass_name}.json"
-    results.unlink(missing_ok=True)
-    events = work / f"{pass_name}.progress.jsonl"
-    events.unlink(missing_ok=True)
-    args = [*base, "--suite-pass", pass_name, "--results-file", str(results), "--progress-file", str(events)]
-    if pass_name == "parallel" and options.workers > 1:
-        args += ["-n", str(options.workers)]
-    log = work / f"{pass_name}.log"
-    tail, counter = ProgressTail(events), counter or BehaviourCounter(0)
-
-    def forward() -> None:
-        for line in counter.lines(tail.poll()):
-            progress(line)
-
-    started = time.monotonic()
-    with log.open("w") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=str(work), stdin=subprocess.DEVNULL)
-        try:
-            while True:
-                try:
-                    code = proc.wait(timeout=PROGRESS_POLL_SECONDS)
-                    break
-                except subprocess.TimeoutExpired:
-                    forward()
-            forward()
-        except KeyboardInterrupt as interruption:
-            # Ctrl-C reached pytest too (same process group); SIGTERM reached only this process: pass it
-            # on as Ctrl-C. Either way, let pytest finish its report.
-            if isinstance(interruption, signals.Terminated):
-                proc.send_signal(signal.SIGINT)
-            try:
-                code = proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                code = proc.wait()
-            payload = _read_pass(results, pass_name, code, log)
-            payload["interrupted"] = True
-            payload["signal"] = signals.name_of(interruption)
-            progress(f"{pass_name} pass interrupted after {time.monotonic() - started:.0f}s")
-            return payload
-    progress(f"{pass_name} pass finished in {time.monotonic() - started:.0f}s (pytest exit {code})")
-    return _read_pass(results, pass_name, code, log)
-
-
-def _read_pass(results: Path, pass_name: str, code: int, log: Path) -> dict[str, Any]:
-    try:
-        payload: dict[str, Any] = json.loads(results.read_text())
-    except (OSError, ValueError):
-        tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
-        return {"pass": pass_name, "exitStatus": code, "interrupted": code == 2, "results": [], "crashed": tail}
-    if code not in (0, 1, 2, 5):
-        payload["crashed"] = log.read_text(errors="replace")[-3000:]
-    return payload
-
-
-def _assemble(
-    data: dict[str, Any],
-    passes: list[dict[str, Any]],
-    behaviours: list[Any],
-    selection: Any,
-    support: Any,
-    result: RunResult,
-    *,
-    shard: Any = None,
-    owners: dict[str, int] | None = None,
-) -> None:
-    """Every selected profile's behaviours, as run or as the reason they were not (with a
-    ``shard``, the behaviours ``owners`` gives other shards are skipped-by-user)."""
-    from ..framework.catalog import source_text
-    from ..framework.causes import causes
-    from ..framework.documented_fields import blame
-    from ..framework.features import PROFILES
-    from ..framework.outcomes import Outcome, TestResult, Verdict, overall_verdict, profile_verdict
-    from ..framework.shard import other_shard_ids, own_verdict
-
-    owners = owners or {}
-
-    by_id: dict[str, TestResult] = {}
-    for payload in passes:
-        for raw in payload.get("results", []):
-            r = TestResult.from_dict(raw)
-            by_id[r.id] = merge_cases(by_id[r.id], r) if r.id in by_id else r
-        if payload.get("interrupted"):
-            data["run"]["interrupted"] = True
-            by = f" ({payload['signal']})" if payload.get("signal") else ""
-            data["run"].setdefault("interruption", f"the {payload['pass']} pass was interrupted{by}")
-        if payload.get("crashed"):
-            data["notes"].append(f"the {payload['pass']} pass ended abnormally: {payload['crashed'][-800:]}")
-        if payload.get("warnings") and data.get("accelerators") is not None:
-            for bid, text in sorted(payload["warnings"].items()):
-                data["accelerators"]["warnings"].append(f"{bid}: {text}")
-    interrupted = bool(data["run"].get("interrupted"))
-    missing = list(data.get("cluster", {}).get("crdMissingFields", []))
-    failed = {Outcome.NON_CONFORMANT, Outcome.ERROR, Outcome.WARNING}
-    profiles = [p for p in PROFILES.values() if not selection.profiles or p.name in selection.profiles]
-    wanted = {f for p in profiles for f in p.features}
-    tests: list[TestResult] = []
-    for b in behaviours:
-        if b.feature not in wanted:
-            continue
-        found = by_id.get(b.id)
-        if found is None:
-            if not selection.selects(b):
-                outcome, message = Outcome.SKIPPED_BY_USER, "not selected (--profile/--feature/--id/--skip-slow)"
-            elif shard is not None and owners.get(b.id, shard.index) != shard.index:
-                outcome, message = Outcome.SKIPPED_BY_USER, shard.skip_reason(owners[b.id])
-            elif not all(support.supports(f) for f in b.features):
-                missing = next(f for f in b.features if not support.supports(f))
-                outcome, message = Outcome.NOT_SUPPORTED, f"{missing}: {support.reason(missing)}"
-            else:
-                outcome = Outcome.ERROR
-                message = (
-                    "not run: the run was interrupted"
-                    if interrupted
-                    else f"not run: {data['error']['message']}"
-                    if data.get("error")
-                    else "not run: its pass did not report it"
-                )
-            found = TestResult(b.id, "", b.feature, outcome, 0.0, message, b.statement, b.spec, level=b.level)
-        prefix = blame(b.features, missing, source_text(b)) if found.outcome in failed and missing else ""
-        if prefix and not found.message.startswith(prefix):
-            found.message = prefix + found.message
-        tests.append(found)
-    data["tests"] = [t.as_dict() for t in tests]
-    data["notes"] += observed_notes(tests)
-    data["causes"] = causes(data["tests"])
-    results = [profile_verdict(p, [t for t in tests if t.feature in p.features], support) for p in profiles]
-    data["profiles"] = [r.as_dict() for r in results]
-    _coverage(data, behaviours, [p.name for p in profiles])
-    preflight_ok = all(c.get("result") != "missing" for c in data.get("preflight", []))
-    # An error that stopped the run (a failed deployment, say) is the verdict, whatever the
-    # profiles' unrun tests add up to: the report's error and its verdict must agree.
-    verdict = Verdict.ERROR if data.get("error") else overall_verdict(results, preflight_ok, interrupted)
-    data["verdict"] = str(verdict)
-    if shard is not None:  # the other shards' skips make the report partial, not this shard's exit code
-        others = other_shard_ids(owners, shard)
-        verdict = own_verdict(profiles, tests, others, support, preflight_ok=preflight_ok, interrupted=interrupted)
-    if result.exit_code == EXIT_OK:
-        if interrupted:
-            result.exit_code = EXIT_INTERRUPTED
-        elif str(verdict) != "success":
-            result.exit_code = EXIT_NONCONFORMANT
-
-
-def _coverage(data: dict[str, Any], behaviours: list[Any], profiles: list[str]) -> None:
-    """The report's ``coverage`` block: how much of the packaged spec map the suite asserts, for
-    the judged ``profiles``. A spec map that cannot be read costs only the block (a note says why)."""
-    from ..framework import specmap
-
-    try:
-        loaded = specmap.load(specmap.SPECMAP_PATH, catalog=behaviours)
-    except specmap.SpecMapError as exc:
-        more = f" (and {len(exc.problems) - 1} more problems)" if len(exc.problems) > 1 else ""
-        data["notes"].append(f"spec coverage not computed: {exc.problems[0]}{more}")
-        return
-    data["coverage"] = specmap.report_block(loaded, specmap.coverage(loaded.statements), profiles)
-
-
-def _sweep(info: ClusterInfo, run_id: str, options: RunOptions, data: dict[str, Any]) -> None:
-    """Remove what this run left (a killed worker's namespace), unless asked to keep it."""
-    if options.keep != "never":
-        return
-    from ..framework import namespaces
-    from ..framework.kube import Kube
-
-    wait = options_wait(options) if options.await_namespace_removal else 0.0
-    try:  # tests delete their namespaces without waiting; the run waits for all of them here
-        kube = Kube.connect(info.kubeconfig, info.context)
-        swept = namespaces.sweep(kube, run_id, wait=wait)
-    except Exception as exc:
-        data["notes"].append(f"sweeping this run's namespaces failed: {exc}")
-        return
-    if swept and wait:
-        data["notes"].append(f"waited for the removal of {len(swept)} test namespace(s) of this run")
-    elif swept:
-        data["notes"].append(f"asked for the removal of {len(swept)} test namespace(s) of this run (not waited for)")
-
-
-def options_wait(options: RunOptions) -> float:
-    from ..framework.timeouts import Timeouts
-
-    return Timeouts.from_options(options.timeout_scale, options.timeouts).seconds("namespace-cleanup")
-
-
-def _clean(report_dir: Path) -> None:
-    """A report directory holds one run: old results, JUnit and allure files go first."""
-    import shutil
-
-    for name in ("allure-results", "artifacts", ".passes"):
-        shutil.rmtree(report_dir / name, ignore_errors=True)
-    for name in ("junit.xml", "conformance-report.yaml", "conformance-report.json", "index.html"):
-        (report_dir / name).unlink(missing_ok=True)
-
-
-def _finish(result: RunResult, options: RunOptions, started: dt.datetime, *, write: bool = True) -> RunResult:
-    from ..framework import junit, report
-
-    data = result.report
-    finished = dt.datetime.now(dt.UTC)
-    data["run"]["finishedAt"] = finished.isoformat()
-    data["run"]["durationSeconds"] = round((finished - started).total_seconds(), 1)
-    data["exitCode"] = result.exit_code
-    data.setdefault("tests", [])
-    if not write:
-        return result
-    result.paths = report.write(data, options.report_dir)
-    result.paths.append(junit.write(data, options.report_dir / "junit.xml"))
-    page = options.report_dir / "index.html"
-    if page.is_file():
-        result.paths.insert(0, page)
-    return result
-
-
-def merge_cases(first: Any, second: Any) -> Any:
-    """One behaviour's result from two of its test cases (a parametrized test): the worst outcome wins,
-    so a failing case is never hidden by a passing one; the messages of both, each named by its case. Pure."""
-    from ..framework.outcomes import combine
-
-    def tagged(r: Any) -> str:
-        if not r.message or "[" not in r.nodeid or r.message.startswith("["):  # none, or already tagged
-            return str(r.message)
-        return f"[{r.nodeid.rpartition('[')[2].rstrip(']')}] {r.message}"
-
-    worst = combine([first.outcome, second.outcome])
-    base = first if worst == first.outcome else second
-    message = "; ".join(m for m in (tagged(first), tagged(second)) if m)[:4000]
-    duration = round(first.duration + second.duration, 3)
-    return dataclasses.replace(base, outcome=worst, duration=duration, message=message)

@@ -1,4 +1,4 @@
-"""conformance.run.orchestration.merge_cases: a parametrized behaviour's cases become one result in
+"""conformance.run.finish.merge_cases: a parametrized behaviour's cases become one result in
 which the worst outcome wins (a failing case is never hidden by a passing one), table-driven."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from conformance.framework.features import Feature
 from conformance.framework.outcomes import Outcome, TestResult
-from conformance.run.orchestration import merge_cases
+from conformance.run.finish import merge_cases
 
 
 def case(param: str, outcome: Outcome, message: str = "") -> TestResult:

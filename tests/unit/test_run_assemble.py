@@ -12,8 +12,8 @@ from conformance.framework import catalog, junit, report, specmap
 from conformance.framework.outcomes import Outcome, TestResult
 from conformance.framework.selection import Selection
 from conformance.framework.support import load_support
+from conformance.run.finish import RunResult, _assemble
 from conformance.run.options import EXIT_CLUSTER, REFERENCE_SUPPORT
-from conformance.run.orchestration import RunResult, _assemble
 
 
 def test_an_error_after_the_cluster_is_up_makes_the_verdict_error() -> None:

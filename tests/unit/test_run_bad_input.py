@@ -178,7 +178,7 @@ def test_dry_run_says_which_behaviours_the_cluster_cannot_run(
     expected: str,
 ) -> None:
     from conformance.framework.support import support_from_flags
-    from conformance.run.orchestration import dry_run_verdict
+    from conformance.run.planning import dry_run_verdict
 
     support = support_from_flags("impl", "1", None if not supported else [], supported)
     verdict = dry_run_verdict(_behaviour(injects_faults, faults), support, provider, injects)

@@ -298,7 +298,7 @@ def _declared(tmp_path: Path, **launch: Any) -> Any:
 
 def test_a_support_files_launch_starts_an_external_implementation(tmp_path: Path) -> None:
     from conformance.run.options import RunOptions
-    from conformance.run.orchestration import _launch, _resolve_implementation
+    from conformance.run.planning import _launch, _resolve_implementation
 
     support = _declared(tmp_path, command=["ctl", "--port", "{webhook_port}"], webhook=True, readyLog="ready")
     options = _resolve_implementation(RunOptions(implementation="auto"), support)
@@ -333,7 +333,7 @@ def test_a_launch_in_the_file_and_on_the_command_line_is_refused(
     tmp_path: Path, options: dict[str, Any], expected: str
 ) -> None:
     from conformance.run.options import RunOptions
-    from conformance.run.orchestration import _launch
+    from conformance.run.planning import _launch
 
     support = _declared(tmp_path, command="ctl")
     with pytest.raises(LaunchError, match=re.escape(expected)) as info:
@@ -343,7 +343,7 @@ def test_a_launch_in_the_file_and_on_the_command_line_is_refused(
 
 def test_a_bad_launch_in_a_file_names_the_files_field(tmp_path: Path) -> None:
     from conformance.run.options import RunOptions
-    from conformance.run.orchestration import _launch
+    from conformance.run.planning import _launch
 
     support = _declared(tmp_path, command="ctl --cert {webhook_cert}", readyLog="(")
     with pytest.raises(LaunchError, match=re.escape(f"{tmp_path / 'support.yaml'}: launch.readyLog: '(' is not")):

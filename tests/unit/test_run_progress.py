@@ -13,7 +13,7 @@ import pytest
 
 from conformance.framework import plugin
 from conformance.run.options import RunOptions
-from conformance.run.orchestration import _run_pass
+from conformance.run.passes import _run_pass
 from conformance.run.progress import (
     MESSAGE_WIDTH,
     BehaviourCounter,
