@@ -69,8 +69,10 @@ def install_reference(provider_name: str, name: str, kubeconfig: str | None, con
     alone whose token the controller runs with (least privilege), the controller itself, and on a
     local cluster (whose API server reaches this machine's loopback) its validating webhook. For a
     cluster another test suite then drives (upstream Kthena's e2e, say): a local one by --name, or
-    any by --provider existing --kubeconfig/--context. On exit the controller stops and the webhook
-    configuration it registered is removed (so it refuses nothing once its server is gone)."""
+    any by --provider existing --kubeconfig/--context. On exit (Ctrl-C or SIGTERM) the controller
+    stops and the webhook configuration it registered is removed (so it refuses nothing once its
+    server is gone)."""
+    import signal
     import tempfile
 
     from ..implementations import reference
@@ -82,6 +84,13 @@ def install_reference(provider_name: str, name: str, kubeconfig: str | None, con
         _fail(exc)
         return
     log_dir.mkdir(parents=True, exist_ok=True)
+
+    def interrupted(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    # Ctrl-C, and SIGTERM (a backgrounded command's SIGINT may be ignored), end it the same way.
+    signal.signal(signal.SIGINT, interrupted)
+    signal.signal(signal.SIGTERM, interrupted)
     with tempfile.TemporaryDirectory(prefix="kthena-ref-secrets-") as secrets:
         try:
             controller = deploy_reference(info, Path(secrets), log_dir, [])
