@@ -69,6 +69,7 @@ def _launch(options: RunOptions, support: Any = None) -> Launch | None:
             declared.webhook,
             names=LaunchNames.of_file(declared.source),
             cwd=Path(declared.source).resolve().parent,
+            also=list(declared.also),
         )
     if options.implementation_command is None:
         if flags:
