@@ -16,7 +16,7 @@ CONFORMANCE_WORKERS ?= 4
 OWN_WORKERS ?= 6
 PYTEST := $(BIN)/pytest -p no:cacheprovider
 
-.PHONY: all venv binaries conformance test test-all test-fast test-slow lint bench catalog clean distclean
+.PHONY: all venv binaries conformance test test-all test-fast lint bench catalog clean distclean
 
 all: test
 

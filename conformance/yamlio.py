@@ -36,3 +36,11 @@ def dump(data: Any, **options: Any) -> str:
 def dump_all(documents: list[Any], **options: Any) -> str:
     """``yaml.safe_dump_all`` through libyaml (same options)."""
     return str(yaml.dump_all(documents, Dumper=Dumper, **options))
+
+
+def problem(exc: yaml.YAMLError) -> str:
+    """A YAML error in one line: ``line L, column C: what is wrong`` (the parser's text is several)."""
+    mark = getattr(exc, "problem_mark", None)
+    what = getattr(exc, "problem", None) or " ".join(str(exc).split())
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return f"{where}{what}"

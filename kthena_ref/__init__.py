@@ -1,3 +1,4 @@
-"""Kthena's reference ModelServing controller (implemented in later issues; see the README)."""
+"""Kthena's reference ModelServing controller: the implementation the suite is proven against, and its
+broken variants (docs/reference-controller.md)."""
 
 __version__ = "0.1.0"

@@ -1,8 +1,9 @@
 """``kthena-conformance``: the command line of the harness.
 
-``cluster up|down|status|kubeconfig|sweep`` manage clusters of any provider; ``binaries build|path``
-manage the control-plane binary cache. Every failure a user can act on is printed as one message
-and one hint, with exit code 1; nothing prints a stack trace (``KTHENA_DEBUG=1`` shows it).
+``run`` runs the suite; ``cluster up|down|status|kubeconfig|sweep`` manage clusters of any
+provider; ``binaries build|path`` manage the control-plane binary cache. Every failure a user can
+act on is printed as one message and one hint, with exit code 2 for bad input; nothing prints a
+stack trace unless ``KTHENA_DEBUG=1`` asks for it (:mod:`.entry`).
 
 One module per command group (:mod:`.cluster`, :mod:`.binaries`, :mod:`.run_command`, ...), each
 registering its commands on the root group of :mod:`.base`; importing this package registers them all.
@@ -10,17 +11,13 @@ registering its commands on the root group of :mod:`.base`; importing this packa
 
 from __future__ import annotations
 
-import os
-import sys
-
-import click
-
 from . import (
     binaries,
     capabilities,
     catalog,
     cluster,
     coverage,
+    entry,
     install,
     report,
     run_command,
@@ -30,23 +27,14 @@ from . import (
 )
 from .base import main
 from .cluster import device_pools
+from .entry import invoke
 
-__all__ = ["device_pools", "main", "run"]
+__all__ = ["device_pools", "invoke", "main", "run"]
 
 # the command modules register their commands on ``main`` when imported
 _COMMAND_MODULES = (binaries, capabilities, catalog, cluster, coverage, install, report, run_command, support, sweep,
                     webhook)  # fmt: skip
 
 
-def run() -> None:  # pragma: no cover - console entry with debug switch
-    from ..run.signals import terminate_like_interrupt
-
-    terminate_like_interrupt()
-    if os.environ.get("KTHENA_DEBUG") == "1":
-        main()
-    else:
-        try:
-            main()
-        except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
-            sys.exit(130)
+def run() -> None:  # pragma: no cover - the console script
+    entry.run()

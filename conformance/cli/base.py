@@ -6,15 +6,15 @@ Its own module so the command modules of :mod:`conformance.cli` import it and no
 
 from __future__ import annotations
 
-import os
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
-from ..cluster.errors import HarnessError
+from ..cluster.errors import BadInput, HarnessError, debugging
 from ..cluster.registry import PROVIDER_NAMES
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -30,10 +30,14 @@ def _progress_printer() -> Callable[[str], None]:
 
 
 def _fail(exc: HarnessError) -> None:
+    """Print ``exc`` as its message and hint (its stack trace first with ``KTHENA_DEBUG=1``) and exit:
+    2 for bad input, else 1."""
+    if debugging():
+        traceback.print_exception(exc)
     click.secho(f"error: {exc.message}", fg="red", err=True)
     if exc.hint:
         click.echo(f"  -> {exc.hint}", err=True)
-    sys.exit(1)
+    sys.exit(2 if isinstance(exc, BadInput) else 1)
 
 
 def provider_options(func: F) -> F:
@@ -42,7 +46,9 @@ def provider_options(func: F) -> F:
             click.option(
                 "--provider",
                 "provider_name",
-                default=os.environ.get("KTHENA_PROVIDER", "local"),
+                envvar="KTHENA_PROVIDER",
+                show_envvar=True,
+                default="local",
                 show_default=True,
                 help=f"one of: {', '.join(PROVIDER_NAMES)}",
             ),
@@ -62,7 +68,7 @@ def _parse_kv(values: tuple[str, ...], what: str) -> dict[str, str]:
     for item in values:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise HarnessError(f"{what} {item!r} is not KEY=VALUE", f"write it as --{what} key=value")
+            raise BadInput(f"{what} {item!r} is not KEY=VALUE", f"write it as --{what} key=value")
         out[key] = value
     return out
 
@@ -74,7 +80,7 @@ def _parse_taints(values: tuple[str, ...]) -> list[dict[str, str]]:
         kv, sep, effect = item.rpartition(":")
         key, _, value = kv.partition("=")
         if not sep or not key:
-            raise HarnessError(
+            raise BadInput(
                 f"node-taint {item!r} is not KEY[=VALUE]:EFFECT", "for example --node-taint gpu=true:NoSchedule"
             )
         taints.append({"key": key, "value": value, "effect": effect})
@@ -84,4 +90,5 @@ def _parse_taints(values: tuple[str, ...]) -> list[dict[str, str]]:
 @click.group()
 @click.version_option(package_name="kthena-conformance")
 def main() -> None:
-    """Kthena ModelServing conformance: clusters, binaries and (later) the suite."""
+    """Kthena ModelServing conformance: run the suite; clusters, binaries, support and capability
+    files, reports."""

@@ -148,7 +148,8 @@ def cluster_down(provider_name: str, name: str, kubeconfig: str | None, context:
 @provider_options
 @click.option("--output", "-o", type=click.Choice(["yaml", "json"]), default="yaml")
 def cluster_status(provider_name: str, name: str, kubeconfig: str | None, context: str | None, output: str) -> None:
-    """Show what is known about a cluster (exit code 3 when there is none)."""
+    """Show what is known about a cluster (exit code 3 when there is none or it is not running:
+    dead, stopped, starting or unreachable)."""
     try:
         state = get_provider(provider_name, kubeconfig=kubeconfig, context=context).status(name)
     except HarnessError as exc:
@@ -158,6 +159,19 @@ def cluster_status(provider_name: str, name: str, kubeconfig: str | None, contex
         click.echo(f"no {provider_name} cluster named '{name}'", err=True)
         sys.exit(3)
     click.echo(json.dumps(state, indent=2) if output == "json" else yaml.safe_dump(state, sort_keys=False))
+    phase = state.get("phase")
+    if phase == "degraded":
+        dead = ", ".join(state.get("deadComponents") or []) or state.get("failed_component") or "a component"
+        click.echo(f"cluster '{name}' is degraded: {dead} not running", err=True)
+        click.echo(
+            f"  -> `kthena-conformance cluster restart-component --name {name} COMPONENT`, or down and up", err=True
+        )
+    elif phase != "ready":
+        why = f" (it last said {state['recordedPhase']}; its supervisor is gone)" if phase == "dead" else ""
+        click.echo(f"cluster '{name}' is not running: phase {phase}{why}", err=True)
+        if phase in ("dead", "stopped"):
+            click.echo(f"  -> `kthena-conformance cluster down --name {name}` removes what it left", err=True)
+        sys.exit(3)
 
 
 @cluster.command("kubeconfig")

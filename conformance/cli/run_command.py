@@ -220,9 +220,18 @@ def run_command(
     for test in report.get("tests", []):
         if test["outcome"] in ("non-conformant", "warning", "error") and test["id"] not in explained:
             click.echo(f"  {test['outcome']:15} {test['id']}: {test['message'][:300]}", err=True)
-    if report.get("error"):
-        click.secho(f"error: {report['error']['message']}", fg="red", err=True)
     for note in report.get("notes", []):
         click.echo(f"  note: {note[:500]}", err=True)
-    click.echo(f"verdict: {report['verdict']}; report: {', '.join(str(p) for p in result.paths)}", err=True)
+    if report.get("error"):
+        click.secho(f"error: {report['error']['message']}", fg="red", err=True)
+        if report["error"].get("hint"):
+            click.echo(f"  -> {report['error']['hint']}", err=True)
+    if report["run"].get("interrupted"):
+        click.echo(f"{report['run'].get('interruption') or 'interrupted'}", err=True)
+    if result.unwritten is not None:
+        if "no report could be written" not in str(report.get("error", {}).get("message")):
+            click.secho(f"error: {result.unwritten}", fg="red", err=True)
+        click.echo(f"verdict: {report['verdict']} (exit code {result.exit_code}); no report was written", err=True)
+    else:
+        click.echo(f"verdict: {report['verdict']}; report: {', '.join(str(p) for p in result.paths)}", err=True)
     sys.exit(result.exit_code)

@@ -95,11 +95,11 @@ def webhook_register(
             check_url("--autoscaling-url", autoscaling_url)
         if ca_file is None and not print_only:
             raise WebhookInputError("--ca-file: needed to apply the configuration (the API server must trust the CA)")
+        bundle = ca_bundle_of(ca_file) if ca_file is not None else PLACEHOLDER_CA_BUNDLE
     except WebhookInputError as exc:
         click.secho(f"error: {exc}", fg="red", err=True)
         click.echo("  -> see `kthena-conformance webhook register --help`", err=True)
         sys.exit(2)
-    bundle = ca_bundle_of(ca_file) if ca_file is not None else PLACEHOLDER_CA_BUNDLE
     body = configuration(
         webhook_name, url, bundle, eviction_url, autoscaling_url=autoscaling_url, modelbooster_url=modelbooster_url
     )

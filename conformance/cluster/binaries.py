@@ -42,7 +42,7 @@ from typing import TextIO
 
 from filelock import FileLock
 
-from .errors import HarnessError
+from .errors import BadInput, HarnessError
 from .paths import binaries_root, go_modules_root
 from .versions import CONTAINERD, COREDNS, CRICTL, FALLBACKS, PINNED, PROMETHEUS, Versions, prometheus_release
 
@@ -352,7 +352,7 @@ class BinaryCache:
     def _load_override(self, directory: Path, versions: Versions) -> BinarySet:
         missing = [n for n in ALL_BINARIES if n != "kwokctl" and not (directory / n).is_file()]
         if missing:
-            raise HarnessError(
+            raise BadInput(
                 f"KTHENA_BIN_DIR={directory} lacks {', '.join(missing)}",
                 "point KTHENA_BIN_DIR at a directory with all control-plane binaries, or unset it "
                 "to build them with `make binaries`",

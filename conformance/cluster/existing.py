@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .declared import Declared
-from .errors import HarnessError
+from .errors import BadInput, HarnessError
 from .faults import FaultInjector
 from .provider import ClusterInfo, NoFaults, Progress, Provider, kwok_fault_injector, quiet
 from .spec import ClusterSpec
@@ -27,6 +27,37 @@ def default_kubeconfig() -> Path:
     return Path.home() / ".kube" / "config"
 
 
+def kubeconfig_problem(path: Path, context: str | None) -> str | None:
+    """What makes ``path`` unusable as a kubeconfig with ``context`` (None: usable). Reads the file only."""
+    import yaml
+
+    from .. import yamlio
+
+    if not path.is_file():
+        return "does not exist" if not path.exists() else "is not a file"
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    except UnicodeDecodeError as exc:
+        return f"is not UTF-8 text ({exc.reason})"
+    except yaml.YAMLError as exc:
+        return f"is not YAML: {yamlio.problem(exc)}"
+    if not isinstance(data, dict):
+        return f"is not a kubeconfig (a YAML mapping with clusters, users and contexts), but a {type(data).__name__}"
+    contexts = data.get("contexts")
+    names = [c.get("name") for c in contexts if isinstance(c, dict)] if isinstance(contexts, list) else []
+    if not names:
+        return "names no context (its contexts list is missing or empty)"
+    wanted = context or data.get("current-context")
+    if not wanted:
+        return f"has no current-context: pass --context (one of: {', '.join(map(str, names))})"
+    if wanted not in names:
+        where = "--context" if context else "its current-context"
+        return f"{where} {wanted!r} is not one of its contexts ({', '.join(map(str, names))})"
+    return None
+
+
 class ExistingProvider(Provider):
     name: ClassVar[str] = "existing"
     simulates: ClassVar[tuple[str, ...]] = ("unknown: an existing cluster, provisioned outside the harness",)
@@ -36,10 +67,16 @@ class ExistingProvider(Provider):
         self.context = context
 
     def _check_kubeconfig(self) -> None:
-        if not self.kubeconfig_path.is_file():
-            raise HarnessError(
-                f"kubeconfig {self.kubeconfig_path} does not exist",
-                "pass --kubeconfig PATH (and --context NAME) for the cluster to test",
+        self.check_inputs()
+
+    def check_inputs(self) -> None:
+        """The kubeconfig exists, is YAML, is a kubeconfig (a mapping with contexts) and has the
+        context asked for (``--context``, else its current-context)."""
+        problem = kubeconfig_problem(self.kubeconfig_path, self.context)
+        if problem is not None:
+            raise BadInput(
+                f"--kubeconfig {self.kubeconfig_path}: {problem}",
+                "pass --kubeconfig PATH (and --context NAME) of the cluster to test",
             )
 
     def _version(self) -> str:
@@ -51,7 +88,7 @@ class ExistingProvider(Provider):
         self._check_kubeconfig()
         try:
             api_client = make_client(self.kubeconfig_path, self.context)
-        except ConfigException as exc:
+        except (ConfigException, ValueError, TypeError, KeyError, AttributeError) as exc:
             raise HarnessError(
                 f"kubeconfig {self.kubeconfig_path}: {exc}", "check the file and the --context name"
             ) from exc

@@ -22,6 +22,27 @@ def cache_root() -> Path:
     return base / "kthena-conformance"
 
 
+def check_cache_root() -> Path:
+    """The cache root, made if missing; :class:`~.errors.BadInput` naming the variable it came from
+    when it cannot be made or written."""
+    from .errors import BadInput
+
+    root = cache_root()
+    source = "KTHENA_CACHE_DIR" if os.environ.get("KTHENA_CACHE_DIR") else "XDG_CACHE_HOME" if os.environ.get(
+        "XDG_CACHE_HOME"
+    ) else "the home directory"  # fmt: skip
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        if not os.access(root, os.W_OK | os.X_OK):
+            raise PermissionError(13, "not writable")
+    except OSError as exc:
+        raise BadInput(
+            f"the cache directory {root} (from {source}) cannot be used: {exc.strerror or exc}",
+            "point KTHENA_CACHE_DIR at a writable directory",
+        ) from None
+    return root
+
+
 def binaries_root() -> Path:
     """Built control-plane binaries, one directory per version set."""
     return cache_root() / "bin"

@@ -101,6 +101,11 @@ class Provider(abc.ABC):
     def info(self, name: str) -> ClusterInfo:
         """The :class:`ClusterInfo` of a running cluster (raises when there is none)."""
 
+    def check_inputs(self) -> None:
+        """:class:`~.errors.BadInput` when what the user gave this provider cannot be used (a
+        kubeconfig that is not one); reads files only, never a cluster. Most providers take none."""
+        return None
+
     def kubeconfig(self, name: str) -> Path:
         return self.info(name).kubeconfig
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .errors import HarnessError
+from .errors import BadInput
 from .provider import Provider
 
 PROVIDER_NAMES = ("local", "kind", "k3s", "existing")
@@ -26,7 +26,7 @@ def get_provider(name: str, **options: str | None) -> Provider:
         from .existing import ExistingProvider
 
         return ExistingProvider(kubeconfig=options.get("kubeconfig"), context=options.get("context"))
-    raise HarnessError(
-        f"unknown cluster provider '{name}'",
+    raise BadInput(
+        f"--provider: unknown cluster provider {name!r} (from --provider or KTHENA_PROVIDER)",
         f"choose one of: {', '.join(PROVIDER_NAMES)} (local is the embedded default)",
     )

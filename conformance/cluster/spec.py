@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .. import yamlio
-from .errors import HarnessError
+from .errors import BadInput
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # A label key: optional DNS-subdomain prefix, then a name of at most 63 characters.
@@ -199,13 +199,13 @@ class ClusterSpec(BaseModel):
         try:
             data = yaml.safe_load(path.read_text())
         except OSError as exc:
-            raise HarnessError(f"cannot read cluster config {path}: {exc.strerror}", "check the path") from exc
+            raise BadInput(f"cannot read cluster config {path}: {exc.strerror}", "check the path") from exc
         except UnicodeDecodeError as exc:
-            raise HarnessError(
-                f"cluster config {path} is not UTF-8 text: {exc.reason}", "save it as UTF-8 YAML"
-            ) from exc
+            raise BadInput(f"cluster config {path} is not UTF-8 text: {exc.reason}", "save it as UTF-8 YAML") from exc
         except yaml.YAMLError as exc:
-            raise HarnessError(f"cluster config {path} is not valid YAML: {exc}", "fix the YAML syntax") from exc
+            raise BadInput(
+                f"cluster config {path} is not valid YAML: {yamlio.problem(exc)}", "fix the YAML syntax"
+            ) from exc
         return cls.parse(data or {}, source=str(path))
 
     @classmethod
@@ -213,7 +213,7 @@ class ClusterSpec(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise HarnessError(
+            raise BadInput(
                 f"{source} is invalid:\n{format_validation_error(exc)}", "fix the fields named above"
             ) from exc
 
@@ -237,13 +237,15 @@ def load_crds(paths: list[Path]) -> list[dict[str, Any]]:
         try:
             docs = [d for d in yamlio.load_all(path.read_text()) if d]
         except OSError as exc:
-            raise HarnessError(f"cannot read CRD file {path}: {exc.strerror}", "check the path") from exc
-        except (UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise HarnessError(f"CRD file {path} is not valid YAML: {exc}", "fix the file") from exc
+            raise BadInput(f"cannot read CRD file {path}: {exc.strerror}", "check the path") from exc
+        except UnicodeDecodeError as exc:
+            raise BadInput(f"CRD file {path} is not UTF-8 text: {exc.reason}", "fix the file") from exc
+        except yaml.YAMLError as exc:
+            raise BadInput(f"CRD file {path} is not valid YAML: {yamlio.problem(exc)}", "fix the file") from exc
         for i, doc in enumerate(docs):
             if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
                 kind = doc.get("kind") if isinstance(doc, dict) else type(doc).__name__
-                raise HarnessError(
+                raise BadInput(
                     f"CRD file {path}, document {i + 1}: a {kind}, not a CustomResourceDefinition",
                     "pass only CRD manifests with --crd; apply other objects after the cluster is up",
                 )

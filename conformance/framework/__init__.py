@@ -1,1 +1,2 @@
-"""The suite's framework: waits, namespaces and (in later issues) features, profiles and reports."""
+"""The suite's machinery: profiles and features, support declarations, the behaviour catalog, selection,
+outcomes and verdicts, the report, waits, namespaces and evidence (see docs/development.md)."""

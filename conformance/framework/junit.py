@@ -67,6 +67,10 @@ def render(report: dict[str, Any]) -> str:
 def write(report: dict[str, Any], path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(render(report))
-    tmp.replace(path)
+    try:
+        tmp.write_text(render(report))
+        tmp.replace(path)
+    except BaseException:  # a full disk, say: no half-written file stays behind
+        tmp.unlink(missing_ok=True)
+        raise
     return path

@@ -5,6 +5,7 @@ the report's files written, and what the run leaves behind swept.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from .options import (
     EXIT_INTERRUPTED,
     EXIT_NONCONFORMANT,
     EXIT_OK,
+    EXIT_USAGE,
     RunOptions,
 )
 from .realnodes import observed_notes
@@ -27,6 +29,37 @@ class RunResult:
     paths: list[Path] = field(default_factory=list)
     exit_code: int = EXIT_OK
     listing: list[str] = field(default_factory=list)  # --dry-run
+    unwritten: str | None = None  # why no report could be written (its directory refused it)
+
+
+def interrupted(data: dict[str, Any], result: RunResult, interruption: BaseException, when: str) -> None:
+    """Ctrl-C or SIGTERM: the report says so (and which signal, and when), exit code 130."""
+    from . import signals
+
+    data["run"]["interrupted"] = True
+    data["run"]["interruption"] = f"interrupted ({signals.name_of(interruption)}) {when}"
+    result.exit_code = EXIT_INTERRUPTED
+
+
+def internal_error(data: dict[str, Any], result: RunResult, exc: BaseException) -> None:
+    """An exception nothing expected (a bug): the report's error names it, exit code 1 (its stack
+    trace goes to stderr with ``KTHENA_DEBUG=1``)."""
+    import traceback
+
+    from ..cluster.errors import DEBUG_ENV, debugging
+
+    if debugging():
+        traceback.print_exception(exc)
+    text = " ".join(str(exc).split())[:500]
+    if not data.get("error"):
+        data["error"] = {
+            "message": f"internal error: {type(exc).__name__}: {text}",
+            "hint": f"a bug in kthena-conformance: {DEBUG_ENV}=1 shows where; please report it",
+        }
+    else:
+        data["notes"].append(f"then an internal error: {type(exc).__name__}: {text}")
+    if result.exit_code in (EXIT_OK, EXIT_NONCONFORMANT):
+        result.exit_code = EXIT_NONCONFORMANT
 
 
 def _assemble(
@@ -81,8 +114,8 @@ def _assemble(
             elif shard is not None and owners.get(b.id, shard.index) != shard.index:
                 outcome, message = Outcome.SKIPPED_BY_USER, shard.skip_reason(owners[b.id])
             elif not all(support.supports(f) for f in b.features):
-                missing = next(f for f in b.features if not support.supports(f))
-                outcome, message = Outcome.NOT_SUPPORTED, f"{missing}: {support.reason(missing)}"
+                lacking = next(f for f in b.features if not support.supports(f))
+                outcome, message = Outcome.NOT_SUPPORTED, f"{lacking}: {support.reason(lacking)}"
             else:
                 outcome = Outcome.ERROR
                 message = (
@@ -158,13 +191,20 @@ def options_wait(options: RunOptions) -> float:
     return Timeouts.from_options(options.timeout_scale, options.timeouts).seconds("namespace-cleanup")
 
 
+#: What a run writes into its report directory (and a new run removes first, whatever its inputs).
+RUN_DIRECTORIES = ("allure-results", "artifacts", ".passes")
+RUN_FILES = ("junit.xml", "conformance-report.yaml", "conformance-report.json", "index.html", "kthena-ref.log",
+             "implementation.log")  # fmt: skip
+
+
 def _clean(report_dir: Path) -> None:
-    """A report directory holds one run: old results, JUnit and allure files go first."""
+    """A report directory holds one run: the previous run's reports, results, allure files and
+    controller logs go first."""
     import shutil
 
-    for name in ("allure-results", "artifacts", ".passes"):
+    for name in RUN_DIRECTORIES:
         shutil.rmtree(report_dir / name, ignore_errors=True)
-    for name in ("junit.xml", "conformance-report.yaml", "conformance-report.json", "index.html"):
+    for name in RUN_FILES:
         (report_dir / name).unlink(missing_ok=True)
 
 
@@ -179,8 +219,18 @@ def _finish(result: RunResult, options: RunOptions, started: dt.datetime, *, wri
     data.setdefault("tests", [])
     if not write:
         return result
-    result.paths = report.write(data, options.report_dir)
-    result.paths.append(junit.write(data, options.report_dir / "junit.xml"))
+    try:
+        result.paths = report.write(data, options.report_dir)
+        result.paths.append(junit.write(data, options.report_dir / "junit.xml"))
+    except OSError as exc:  # a full or read-only disk: say so, keep nothing half-written
+        for name in RUN_FILES[:4]:
+            with contextlib.suppress(OSError):
+                (options.report_dir / name).unlink(missing_ok=True)
+        result.paths = []
+        result.unwritten = f"--report-dir {options.report_dir}: no report could be written ({exc.strerror or exc})"
+        if result.exit_code != EXIT_INTERRUPTED:
+            result.exit_code = EXIT_USAGE
+        return result
     page = options.report_dir / "index.html"
     if page.is_file():
         result.paths.insert(0, page)

@@ -46,26 +46,34 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..cluster.errors import HarnessError
+from ..cluster.errors import BadInput, HarnessError
 from ..cluster.paths import runs_root
 from ..cluster.provider import ClusterInfo, Progress, quiet
 from ..cluster.registry import get_provider
 from ..cluster.spec import ClusterSpec, NodePool
-from . import credentials, signals
+from . import credentials
 from .accelerators import device_pools, fake_device_faults, load_accelerators
 from .deploy import deploy_command, deploy_reference
-from .finish import RunResult, _assemble, _clean, _finish, _sweep, options_wait
+from .finish import RunResult, _assemble, _clean, _finish, _sweep, internal_error, interrupted, options_wait
 from .launch import SETTLE_SECONDS, LaunchError, crds_of
 from .options import (
     EXIT_CLUSTER,
-    EXIT_INTERRUPTED,
     EXIT_USAGE,
     RunOptionError,
     RunOptions,
     check_cluster_options,
 )
 from .passes import _in_pass, _pytest_base, _run_pass
-from .planning import _announce, _deployed_by, _launch, _names, _resolve_implementation, _support, dry_run_verdict
+from .planning import (
+    _announce,
+    _deployed_by,
+    _launch,
+    _names,
+    _resolve_implementation,
+    _support,
+    check_report_dir,
+    dry_run_verdict,
+)
 from .preflight import preflight
 from .prerequisites import installable
 from .progress import BehaviourCounter
@@ -105,7 +113,17 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
     from ..framework.capabilities import CapabilityFileError, effective_support
 
     shard: Shard | None = None
+    provider: Any = None
+    if not options.dry_run:  # a dry run writes nothing; any other run's directory holds only that run
+        try:
+            check_report_dir(options.report_dir)
+        except BadInput as exc:
+            data["error"] = {"message": exc.message, "hint": exc.hint}
+            result.exit_code, result.unwritten = EXIT_USAGE, exc.message
+            return _finish(result, options, started, write=False)
+        _clean(options.report_dir.resolve())
     try:
+        provider = get_provider(options.provider_name, kubeconfig=options.kubeconfig, context=options.context)
         if options.shard is not None:
             shard = Shard.parse(options.shard)
             data["run"]["shard"] = shard.as_report([])
@@ -118,11 +136,23 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
         timeouts = Timeouts.from_options(options.timeout_scale, options.timeouts)
         launch = _launch(options, declared)
         check_cluster_options(options)
+        provider.check_inputs()
+        asked_env = asked_by_env(os.environ.get(REAL_NODES_ENV))
+    except BadInput as exc:
+        data["error"] = {"message": exc.message, "hint": exc.hint}
+        result.exit_code = EXIT_USAGE
+        return _finish(result, options, started)
     except (
         SupportFileError, SelectionError, TimeoutConfigError, CapabilityFileError, LaunchError, RunOptionError
     ) as exc:  # fmt: skip
         data["error"] = {"message": str(exc), "hint": "see `kthena-conformance run --help`"}
         result.exit_code = EXIT_USAGE
+        return _finish(result, options, started)
+    except KeyboardInterrupt as interruption:
+        interrupted(data, result, interruption, "while its inputs were read")
+        return _finish(result, options, started)
+    except Exception as exc:
+        internal_error(data, result, exc)
         return _finish(result, options, started)
     data["implementation"] = {**support.as_report(), "deployedBy": _deployed_by(options, launch)}
     if launch is not None:
@@ -144,9 +174,7 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
         selected = mine
     if options.dry_run:
         # an existing cluster may declare faults it injects (conformance.cluster.declared)
-        injects = get_provider(
-            options.provider_name, kubeconfig=options.kubeconfig, context=options.context
-        ).injects_now()
+        injects = provider.injects_now()
         real_nodes = _dry_run_real_nodes(options)
         result.listing = [
             f"{b.id:60} {b.profile.name:20} {'serial' if b.serial else 'parallel':8} "
@@ -158,7 +186,6 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
         data["tests"] = []
         return _finish(result, options, started, write=False)
 
-    provider = get_provider(options.provider_name, kubeconfig=options.kubeconfig, context=options.context)
     info: ClusterInfo | None = None
     controller: Any = None
     passes: list[dict[str, Any]] = []
@@ -167,7 +194,6 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
     report_dir = options.report_dir.resolve()
     work = report_dir / ".passes"
     try:
-        _clean(report_dir)
         progress(f"bringing up the {options.provider_name} cluster")
         spec = ClusterSpec(name=options.cluster_name or f"conformance-{os.getpid()}")
         if options.provider_name == "local":  # created before the garbage collector starts: known at once
@@ -182,7 +208,7 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
             spec = spec.model_copy(update={"crds": [*own, *needed]})
             if needed:
                 progress(f"installing the prerequisites of the selected profiles: {_names(needed)}")
-        asked = options.real_nodes if options.real_nodes is not None else asked_by_env(os.environ.get(REAL_NODES_ENV))
+        asked = options.real_nodes if options.real_nodes is not None else asked_env
         own_run_dir = runs_root() / spec.name  # the local provider's run directory of this cluster
         problem = host_problem(own_run_dir) if options.provider_name == "local" and asked is not False else None
         real = plan_real_nodes(asked, options.provider_name, problem)
@@ -244,16 +270,19 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
                 if passes[-1]["interrupted"]:
                     break
     except KeyboardInterrupt as interruption:
-        data["run"]["interrupted"] = True
-        data["run"]["interruption"] = f"interrupted ({signals.name_of(interruption)}) while running"
-        result.exit_code = EXIT_INTERRUPTED
+        interrupted(data, result, interruption, "while running" if info is not None else "while the cluster started")
     except HarnessError as exc:
         data["error"] = {"message": exc.message, "hint": exc.hint}
-        result.exit_code = EXIT_CLUSTER
+        result.exit_code = EXIT_USAGE if isinstance(exc, BadInput) else EXIT_CLUSTER
+    except Exception as exc:
+        internal_error(data, result, exc)
     finally:
         try:
             if info is not None and passes is not None:
-                _assemble(data, passes, behaviours, selection, support, result, shard=shard, owners=owners)
+                try:
+                    _assemble(data, passes, behaviours, selection, support, result, shard=shard, owners=owners)
+                except Exception as exc:
+                    internal_error(data, result, exc)
                 _sweep(info, run_id, options, data)
         finally:
             if controller is not None:

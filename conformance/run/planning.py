@@ -6,10 +6,13 @@ Its own module so :mod:`.orchestration` reads as the run's sequence, not its inp
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
+from ..cluster.errors import BadInput
 from ..cluster.provider import Progress
 from ..framework.catalog import source_text
 from ..framework.realnodes import needs_real_nodes
@@ -142,3 +145,30 @@ def _support(options: RunOptions) -> Any:
         "an external implementation must declare what it supports: --support-file FILE, "
         "--supported-features A,B or --all-features"
     )
+
+
+def check_report_dir(directory: Path) -> None:
+    """:class:`BadInput` when ``directory`` cannot take a report: it cannot be made, or a file
+    cannot be written there (read-only, full). Leaves nothing behind."""
+    made = [p for p in (directory, *directory.parents) if not p.exists()]
+    probe = directory / f".write-check.{os.getpid()}"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.write(fd, b"\0" * 4096)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        finally:
+            with contextlib.suppress(OSError):
+                probe.unlink()
+    except OSError as exc:
+        for path in made:  # the directories this check made, innermost first
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        raise BadInput(
+            f"--report-dir {directory}: cannot write there ({exc.strerror or exc}); no report could be written",
+            "free space there, or choose another --report-dir",
+        ) from None

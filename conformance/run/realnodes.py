@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cluster.errors import HarnessError
+from ..cluster.errors import BadInput, HarnessError
 from ..framework.realnodes import OBSERVED_REAL as REAL
 from ..framework.realnodes import OBSERVED_SIMULATED as SIMULATED
 
@@ -35,7 +35,7 @@ def asked_by_env(value: str | None) -> bool | None:
     try:
         return _CHOICES[(value or "").strip().lower()]
     except KeyError:
-        raise HarnessError(f"{ENV}={value!r}: expected on, off or auto", f"unset {ENV} to decide by the host") from None
+        raise BadInput(f"{ENV}={value!r}: expected on, off or auto", f"unset {ENV} to decide by the host") from None
 
 
 @dataclass(frozen=True)

@@ -136,8 +136,16 @@ class ServingCert:
 
 
 def ca_bundle_of(ca_file: Path) -> str:
-    """A PEM CA file as a webhook's ``caBundle`` (base64)."""
-    return base64.b64encode(ca_file.read_bytes()).decode()
+    """A PEM CA file as a webhook's ``caBundle`` (base64); :class:`WebhookInputError` when the file
+    holds no PEM certificate (the API server would refuse every call to the webhook)."""
+    from cryptography import x509
+
+    data = ca_file.read_bytes()
+    try:
+        x509.load_pem_x509_certificates(data)
+    except ValueError:
+        raise WebhookInputError(f"--ca-file {ca_file}: holds no PEM certificate (serve-cert's ca.crt does)") from None
+    return base64.b64encode(data).decode()
 
 
 def serve_cert(directory: Path, hosts: tuple[str, ...] = ("127.0.0.1", "localhost")) -> ServingCert:

@@ -76,7 +76,7 @@ def test_an_existing_cluster_is_named_by_its_context(
 def test_unknown_provider_lists_the_valid_names(name: str) -> None:
     with pytest.raises(HarnessError) as info:
         get_provider(name)
-    assert info.value.message == f"unknown cluster provider '{name}'"
+    assert info.value.message == f"--provider: unknown cluster provider {name!r} (from --provider or KTHENA_PROVIDER)"
     for valid in PROVIDER_NAMES:
         assert valid in info.value.hint
 
@@ -102,9 +102,9 @@ def _assert_clean_failure(result: Result, code: int) -> None:
 
 def test_cluster_up_unknown_provider() -> None:
     result = invoke("cluster", "up", "--provider", "nope")
-    _assert_clean_failure(result, 1)
+    _assert_clean_failure(result, 2)
     lines = result.stderr.splitlines()
-    assert lines[0] == "error: unknown cluster provider 'nope'"
+    assert lines[0] == "error: --provider: unknown cluster provider 'nope' (from --provider or KTHENA_PROVIDER)"
     assert lines[1].startswith("  -> choose one of: local, kind, k3s, existing")
     assert len(lines) == 2
     assert result.stderr.count("error:") == 1
@@ -130,7 +130,7 @@ def test_cluster_up_unknown_provider() -> None:
 )
 def test_cluster_up_malformed_options(args: tuple[str, ...], message: str) -> None:
     result = invoke("cluster", "up", *args)
-    _assert_clean_failure(result, 1)
+    _assert_clean_failure(result, 2)
     assert result.stderr.splitlines()[0] == message
 
 
@@ -151,7 +151,7 @@ def test_node_label_hint() -> None:
 )
 def test_cluster_up_invalid_spec_names_the_field(args: tuple[str, ...], field: str) -> None:
     result = invoke("cluster", "up", *args)
-    _assert_clean_failure(result, 1)
+    _assert_clean_failure(result, 2)
     assert result.stderr.startswith("error: cluster options is invalid:\n")
     assert f"\n  {field}: " in result.stderr
     assert "  -> fix the fields named above" in result.stderr
@@ -161,13 +161,13 @@ def test_cluster_up_bad_name_with_a_config_file(tmp_path: Path) -> None:
     config = tmp_path / "c.yaml"
     config.write_text("node_pools: [{name: gpu, count: 1}]\n")
     result = invoke("cluster", "up", "--config", str(config), "--name", "Bad_Name")
-    _assert_clean_failure(result, 1)
+    _assert_clean_failure(result, 2)
     assert "\n  name: " in result.stderr
 
 
 def test_cluster_up_bad_name_without_a_config_file() -> None:
     result = invoke("cluster", "up", "--name", "Bad_Name")
-    _assert_clean_failure(result, 1)
+    _assert_clean_failure(result, 2)
     assert "\n  name: " in result.stderr
 
 
@@ -175,14 +175,14 @@ def test_cluster_up_bad_config_file(tmp_path: Path) -> None:
     config = tmp_path / "c.yaml"
     config.write_text("node_pools:\n- count: many\n")
     result = invoke("cluster", "up", "--config", str(config))
-    _assert_clean_failure(result, 1)
+    _assert_clean_failure(result, 2)
     assert f"error: {config} is invalid:" in result.stderr
     assert "node_pools[0].count" in result.stderr
 
 
 def test_cluster_up_missing_config_file(tmp_path: Path) -> None:
     result = invoke("cluster", "up", "--config", str(tmp_path / "missing.yaml"))
-    _assert_clean_failure(result, 1)
+    _assert_clean_failure(result, 2)
     assert "error: cannot read cluster config" in result.stderr
     assert "  -> check the path" in result.stderr
 
@@ -190,14 +190,14 @@ def test_cluster_up_missing_config_file(tmp_path: Path) -> None:
 def test_cluster_up_validation_runs_before_the_provider_is_looked_up() -> None:
     # Both are wrong: the spec error wins, so nothing provider-specific (let alone a cluster) starts.
     result = invoke("cluster", "up", "--provider", "nope", "--nodes", "-1")
-    _assert_clean_failure(result, 1)
+    _assert_clean_failure(result, 2)
     assert "node_pools[0].count" in result.stderr
     assert "unknown cluster provider" not in result.stderr
 
 
 def test_cluster_up_invalid_taint_effect_is_a_clean_error() -> None:
     result = invoke("cluster", "up", "--node-taint", "gpu=true:Sometimes")
-    _assert_clean_failure(result, 1)
+    _assert_clean_failure(result, 2)
     assert "effect" in result.stderr
 
 
@@ -219,10 +219,10 @@ def test_cluster_status_of_a_missing_cluster_exits_3(provider: str | None) -> No
     assert "no local cluster named 'does-not-exist'" in result.stderr
 
 
-def test_cluster_status_unknown_provider_exits_1() -> None:
+def test_cluster_status_unknown_provider_exits_2() -> None:
     result = invoke("cluster", "status", "--provider", "nope")
-    _assert_clean_failure(result, 1)
-    assert result.stderr.startswith("error: unknown cluster provider 'nope'")
+    _assert_clean_failure(result, 2)
+    assert result.stderr.startswith("error: --provider: unknown cluster provider 'nope'")
 
 
 def test_cluster_down_of_a_missing_local_cluster(cache_dir: Path) -> None:

@@ -131,6 +131,19 @@ def declared_real_nodes() -> RealNodes:
     return RealNodes({NODE_KIND_LABEL: "real"}, dict(WORKLOAD_IMAGES), (toleration,))
 
 
+def effective_phase(state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` (the supervisor's last word, plus ``live`` and ``components_alive``) with the phase
+    the cluster is in now: ``dead`` when its supervisor is gone (``recordedPhase`` keeps what it last
+    wrote), ``degraded`` when it lives but a component it reported is dead. Pure."""
+    recorded = state.get("phase")
+    if not state.get("live") and recorded not in (None, "stopped"):
+        return {**state, "phase": "dead", "recordedPhase": recorded}
+    dead = sorted(n for n, alive in (state.get("components_alive") or {}).items() if not alive)
+    if recorded == "ready" and dead:
+        return {**state, "phase": "degraded", "recordedPhase": recorded, "deadComponents": dead}
+    return state
+
+
 class LocalProvider(Provider):
     """Clusters made of real etcd / kube-apiserver / kube-controller-manager / kube-scheduler
     processes and kwok, each in ``<cache>/clusters/<name>/``."""
@@ -149,6 +162,7 @@ class LocalProvider(Provider):
     # -- up -------------------------------------------------------------------------------------
 
     def up(self, spec: ClusterSpec, *, progress: Progress = quiet, owner_pid: int | None = None) -> ClusterInfo:
+        self.check_inputs()
         self.sweep(progress=progress)
         layout = self.layout(spec.name)
         if layout.root.exists():
@@ -240,10 +254,11 @@ class LocalProvider(Provider):
             if detach:
                 proc.send_signal(signal.SIGUSR1)
                 self._await_event(proc, "detached", timeout=5.0)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # stays an interruption (exit code 130), not a cluster failure
             progress("interrupted: tearing the cluster down")
             self._stop_supervisor(layout, proc)
-            raise HarnessError("cluster up was interrupted; nothing was left running") from None
+            progress("interrupted: the cluster was torn down; nothing was left running")
+            raise
         except BaseException:
             self._stop_supervisor(layout, proc)
             raise
@@ -369,6 +384,15 @@ class LocalProvider(Provider):
             return {}
         return data if isinstance(data, dict) else {}
 
+    def check_inputs(self) -> None:
+        """The environment it reads is usable: ``KTHENA_CLUSTER_START_TIMEOUT`` (the supervisor's) and
+        the cache directory (``KTHENA_CACHE_DIR``)."""
+        from ..paths import check_cache_root
+        from .supervisor import START_TIMEOUT_ENV, start_timeout
+
+        start_timeout(os.environ.get(START_TIMEOUT_ENV))
+        check_cache_root()
+
     def status(self, name: str) -> dict[str, Any] | None:
         layout = self.layout(name)
         if not layout.root.exists():
@@ -376,7 +400,7 @@ class LocalProvider(Provider):
         state = self._read_state(layout)
         state["live"] = _lock_is_held(layout.lock)
         state["components_alive"] = {n: pid_alive(p) for n, p in (state.get("components") or {}).items()}
-        return state
+        return effective_phase(state)
 
     def info(self, name: str) -> ClusterInfo:
         state = self.status(name)

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from ..errors import HarnessError
+from ..errors import BadInput, HarnessError
 from ..pki import CertificateAuthority, service_account_keys
 from ..realnode.fleet import Fleet, NodeRequest
 from ..realnode.node import REAL_NODE_TAINT
@@ -70,7 +70,27 @@ from .components import (
 from .kwok_guard import KWOK_USER, POLICY_NAME, guard_objects
 from .processes import free_ports, log_tail, port_in_use, spawn, stop_all
 
-START_TIMEOUT = float(os.environ.get("KTHENA_CLUSTER_START_TIMEOUT", "90"))
+START_TIMEOUT_ENV = "KTHENA_CLUSTER_START_TIMEOUT"
+
+
+def start_timeout(value: str | None) -> float:
+    """Seconds the cluster may take to become ready: ``KTHENA_CLUSTER_START_TIMEOUT``'s (default 90).
+    :class:`BadInput` naming the variable when it is not a positive number. Pure."""
+    if value is None or not value.strip():
+        return 90.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise BadInput(
+            f"{START_TIMEOUT_ENV}={value!r}: expected a positive number of seconds", f"unset {START_TIMEOUT_ENV} (90)"
+        )
+    return seconds
+
+
+# the provider checks the variable before it starts a supervisor (see LocalProvider.up)
+START_TIMEOUT = start_timeout(os.environ.get(START_TIMEOUT_ENV))
 POLL = 0.05
 
 
