@@ -138,6 +138,11 @@ FAULTS: dict[str, str] = {
     "empty-plugins-implicit-headless": "a ModelServing with spec.plugins: [] gets headless-service anyway",
     "scope-target-worker-ignored": "a plugin with scope.target Worker runs on entry Pods too",
     "scope-roles-ignored-with-target": "a plugin whose scope sets a target other than All ignores scope.roles",
+    "scope-roles-ignored": (
+        "a plugin whose scope lists Roles with no target but All ignores scope.roles on Pods: it mutates every "
+        "Role's Pods (its Role hooks still honour it)"
+    ),
+    "repeated-env-collapsed": "a container's env entries of one name are collapsed to the first in the Pods",
     "scope-empty-roles-match-none": "a plugin with an explicit empty scope.roles runs on no Pod (instead of all)",
     "scope-target-all-entry-only": "a plugin whose scope says target All skips worker Pods",
     "recreated-pods-skip-plugins": (

@@ -16,6 +16,7 @@ from .base import main
 @click.option("--profile", "profiles", multiple=True, help="only these profiles (repeatable; default: all)")
 @click.option("--uncovered", "only_uncovered", is_flag=True, help="print only the uncovered MUST statements")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--proofs", "show_proofs", is_flag=True, help="also print each covered statement's test and fault")
 @click.option(
     "--spec-map",
     "spec_map",
@@ -24,14 +25,17 @@ from .base import main
     help="the spec map to read [default: the packaged conformance/specmap.yaml]",
 )
 def coverage_command(
-    profiles: tuple[str, ...], only_uncovered: bool, output_format: str, spec_map: Path | None
+    profiles: tuple[str, ...], only_uncovered: bool, output_format: str, show_proofs: bool, spec_map: Path | None
 ) -> None:
     """How much of the spec the suite asserts: per profile and overall, the in-scope (ModelServing,
     AutoscalingPolicy) MUST and SHOULD statements of the spec map asserted by a behaviour, explained (not asserted,
-    with a reason) and gaps; then every uncovered MUST statement with its reason.
+    with a reason) and gaps; then every uncovered MUST statement with its reason; then, per profile, the MUST
+    statements a success can leave unasserted (asserted only by optional features or under requirements the
+    profile does not guarantee) and those asserted only in part, with what is missing (--proofs: each covered
+    statement's test and the fault that proves it).
 
     Exit 0; 2 on bad input (an unknown profile, a spec map that cannot be read or is invalid)."""
-    from ..framework import catalog, specmap
+    from ..framework import catalog, coverage_view, specmap
     from ..framework.features import PROFILES, SelectionError, get_profile
 
     try:
@@ -63,6 +67,7 @@ def coverage_command(
                 "overallWithoutImplementationCode": {"must": api_only.as_dict() | {"percent": _rounded(api_only)}},
                 **payload,
                 "unmappedBehaviours": unmapped,
+                "success": coverage_view.per_profile(loaded, behaviours, names),
             }
         click.echo(json.dumps(payload, indent=2))
         return
@@ -95,6 +100,9 @@ def coverage_command(
             f"{len(unmapped)} catalog behaviour(s) of these profiles assert no statement of the spec map "
             "(--format json lists them)"
         )
+    if not only_uncovered:
+        for line in coverage_view.text(coverage_view.per_profile(loaded, behaviours, names), proofs=show_proofs):
+            click.echo(line)
 
 
 def _fraction(f: Any) -> str:

@@ -352,3 +352,24 @@ def suite_digest(root: Path | None = None) -> str:
         digest.update(f"{name}\0{len(content)}\0".encode())
         digest.update(content)
     return f"sha256:{digest.hexdigest()}"
+
+
+_MANIFEST_CALL = re.compile(r"""manifest\(\s*["']([A-Za-z0-9._-]+)["']""")
+
+
+def source_text(b: Behaviour) -> str:
+    """The source of ``b``'s test function and the text of every suite manifest it names
+    (``manifest("name")``): what it sets, for telling which fields a failure can be blamed on. Empty
+    when the source cannot be read."""
+    module_name, _, function = b.origin.rpartition(".")
+    try:
+        module = importlib.import_module(module_name)
+        text = inspect.getsource(getattr(module, function))
+    except (ImportError, AttributeError, OSError, TypeError):
+        return ""
+    manifests = PACKAGE_DIR / "suites" / "manifests"
+    for name in _MANIFEST_CALL.findall(text):
+        path = manifests / f"{name}.yaml"
+        if path.is_file():
+            text += "\n" + path.read_text()
+    return text

@@ -3,7 +3,8 @@
 Why this module exists: when an implementation's CRD lacks a documented field, kube-apiserver
 prunes it from every object (with only a warning), so every behaviour that sets it fails in its
 own confusing way ("maxSurge 1 was not honoured"). One preflight line naming the missing fields
-says it once; the report then points the failing behaviours of the affected features at it.
+says it once; the report then points at it the failed behaviours that set one of those fields (their
+test's source, or a manifest it applies, names the field), never one that does not.
 
 :data:`DOCUMENTED` lists each field of the API reference's ModelServing tables (ModelServingSpec,
 ServingGroup, Role, RolloutStrategy, RollingUpdateConfiguration, RoleCoordination,
@@ -16,6 +17,7 @@ fields (``x-kubernetes-preserve-unknown-fields``) holds every path below it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -113,15 +115,27 @@ def finding(missing: list[str]) -> str:
     parts = "; ".join(f"{f.value}: {', '.join(paths)}" for f, paths in by_feature.items())
     return (
         f"the installed CRD lacks {len(missing)} documented field(s), which kube-apiserver drops from every object, "
-        f"so behaviours of these features cannot pass: {parts}"
+        f"so a behaviour that sets one cannot pass (each such failure says so): {parts}"
     )
 
 
-def blame(features: Iterable[Feature], missing: list[str]) -> str:
-    """The prefix for a failed behaviour of ``features`` when the CRD lacks fields they need
-    (empty when none of ``missing`` is theirs). Pure."""
+def leaf(path: str) -> str:
+    """The field's own name: ``maxSurge`` of ``spec.template.roles[].maxSurge``. Pure."""
+    return path.rsplit(".", 1)[-1].removesuffix("[]")
+
+
+def set_by(text: str, missing: Iterable[str]) -> list[str]:
+    """The ``missing`` paths whose field name ``text`` (a test's source and the manifests it applies)
+    names, as a whole word. Pure."""
+    return [p for p in missing if re.search(rf"(?<![A-Za-z0-9_]){re.escape(leaf(p))}(?![A-Za-z0-9_])", text)]
+
+
+def blame(features: Iterable[Feature], missing: list[str], text: str) -> str:
+    """The prefix for a failed behaviour of ``features`` when the CRD lacks fields it sets: fields of
+    its features that ``text`` (its test's source and the manifests it applies) names. Empty otherwise:
+    a field the test never sets cannot be why it failed (issue 31). Pure."""
     wanted = set(features)
-    theirs = [p for p in missing if DOCUMENTED[p] in wanted]
+    theirs = set_by(text, [p for p in missing if DOCUMENTED[p] in wanted])
     if not theirs:
         return ""
     return f"the installed CRD lacks {', '.join(theirs)} (preflight crd-documented-fields), so this cannot pass: "

@@ -279,7 +279,6 @@ FEATURES: dict[Feature, FeatureInfo] = dict(
             "env, cache volume, downloader, scheduler and runtime class in its Pods; headless-service declared on "
             "a new child and kept as worker counts change; no workerTemplate for single-Pod workers.",
             Feature.CORE,
-            Feature.HEADLESS_SERVICE,
         ),
         _info(
             Feature.MODEL_BOOSTER_ADMISSION,
@@ -292,7 +291,6 @@ FEATURES: dict[Feature, FeatureInfo] = dict(
             "A LeaderWorkerSet gets one child ModelServing it controls, with headless-service declared and its "
             "worker template kept at size 1, so every group gets the plugin's two Services and Pod DNS settings.",
             Feature.CORE,
-            Feature.HEADLESS_SERVICE,
         ),
     ]
 )
@@ -321,10 +319,16 @@ PROFILES: dict[str, Profile] = {
     for p in (
         _profile(
             "Core",
-            "The ModelServing API itself: workloads, admission, recovery; optionally the scale subresource and "
-            "ControllerRevisions.",
-            [Feature.CORE, Feature.ADMISSION, Feature.RECOVERY],
-            [Feature.SCALE_SUBRESOURCE, Feature.CONTROLLER_REVISIONS, Feature.REVISION_HISTORY_LIMIT],
+            "The ModelServing API itself: workloads, admission, recovery, ControllerRevisions and their history "
+            "limit; optionally the scale subresource.",
+            [
+                Feature.CORE,
+                Feature.ADMISSION,
+                Feature.RECOVERY,
+                Feature.CONTROLLER_REVISIONS,
+                Feature.REVISION_HISTORY_LIMIT,
+            ],
+            [Feature.SCALE_SUBRESOURCE],
         ),
         _profile(
             "Plugins",
@@ -335,14 +339,13 @@ PROFILES: dict[str, Profile] = {
         _profile(
             "HeadlessServiceDNS",
             "The headless-service plugin: stable per-Pod DNS names for multi-node serving.",
-            [Feature.HEADLESS_SERVICE],
-            [Feature.DELETION_IDENTITY, Feature.MIGRATION_REQUIRED, Feature.DNS_RESOLUTION],
+            [Feature.HEADLESS_SERVICE, Feature.DELETION_IDENTITY, Feature.MIGRATION_REQUIRED],
+            [Feature.DNS_RESOLUTION],
         ),
         _profile(
             "Rollout",
             "Rolling updates: ServingGroup and Role budgets, partitions, surge and cross-Role coordination.",
-            [Feature.ROLLING_UPDATE, Feature.ROLE_ROLLING_UPDATE],
-            [Feature.MAX_SURGE, Feature.ROLE_COORDINATION],
+            [Feature.ROLLING_UPDATE, Feature.ROLE_ROLLING_UPDATE, Feature.MAX_SURGE, Feature.ROLE_COORDINATION],
         ),
         _profile(
             "InPlaceUpdate",
@@ -351,16 +354,15 @@ PROFILES: dict[str, Profile] = {
         ),
         _profile(
             "GangScheduling",
-            "GangPolicy through the gang scheduler's PodGroup: one gang per ServingGroup sized by minRoleReplicas; "
-            "optionally Volcano's other PodGroup fields and gangPolicy immutability.",
-            [Feature.GANG_SCHEDULING],
-            [Feature.VOLCANO_POD_GROUP, Feature.GANG_POLICY_IMMUTABILITY, Feature.NETWORK_TOPOLOGY],
+            "GangPolicy and networkTopology through the gang scheduler's PodGroup: one gang per ServingGroup sized by "
+            "minRoleReplicas; optionally Volcano's other PodGroup fields and gangPolicy immutability.",
+            [Feature.GANG_SCHEDULING, Feature.NETWORK_TOPOLOGY],
+            [Feature.VOLCANO_POD_GROUP, Feature.GANG_POLICY_IMMUTABILITY],
         ),
         _profile(
             "EvictionBudget",
             "rolloutStrategy.evictionStrategy: the Eviction API refuses disruptions below the budget.",
-            [Feature.EVICTION_BUDGET],
-            [Feature.ROLE_EVICTION_BUDGET],
+            [Feature.EVICTION_BUDGET, Feature.ROLE_EVICTION_BUDGET],
         ),
         _profile(
             "Accelerators",
@@ -372,23 +374,22 @@ PROFILES: dict[str, Profile] = {
         _profile(
             "Autoscaling",
             "AutoscalingPolicy: metric-driven replicas of a ModelServing (a real Prometheus the suite runs sets the "
-            "signal), optionally its admission, disaggregated Role scaling, heterogeneous splits by cost, Pods "
-            "scraped for their metrics and panic mode.",
-            [Feature.AUTOSCALING],
+            "signal), its admission, disaggregated Role scaling, heterogeneous splits by cost and panic mode; "
+            "optionally Pods scraped for their metrics (observed on real nodes only).",
             [
+                Feature.AUTOSCALING,
                 Feature.AUTOSCALING_ADMISSION,
                 Feature.DISAGGREGATED_AUTOSCALING,
                 Feature.HETEROGENEOUS_AUTOSCALING,
-                Feature.POD_METRIC_SOURCE,
                 Feature.AUTOSCALING_PANIC,
             ],
+            [Feature.POD_METRIC_SOURCE],
         ),
         _profile(
             "ModelBooster",
-            "The deprecated ModelBooster API converted into a ModelServing (the ModelBooster CRD must be installed); "
-            "optionally its admission rules and deprecation warning.",
-            [Feature.MODEL_BOOSTER],
-            [Feature.MODEL_BOOSTER_ADMISSION],
+            "The deprecated ModelBooster API converted into a ModelServing (the ModelBooster CRD must be installed), "
+            "with its admission rules and deprecation warning.",
+            [Feature.MODEL_BOOSTER, Feature.MODEL_BOOSTER_ADMISSION],
         ),
         _profile(
             "LWSConversion",

@@ -46,6 +46,8 @@ The run (:func:`overall_verdict`): ``error`` if the preflight failed or the run 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -80,6 +82,18 @@ class NonConformant(AssertionError):
 
 class Inconclusive(Exception):
     """The test could not decide: cluster trouble, a capability missing at run time, ..."""
+
+
+@contextmanager
+def precondition(what: str) -> Iterator[None]:
+    """A test's setup, not the behaviour it judges: an assertion or wait failing inside is
+    :class:`Inconclusive` ("precondition not met"), never a verdict on the behaviour. A SHOULD test
+    whose ModelServing never became ready says nothing about that SHOULD (a warning about it would be
+    wrong); a MUST the setup needs is judged by its own behaviour."""
+    try:
+        yield
+    except AssertionError as exc:
+        raise Inconclusive(f"precondition not met ({what}): {exc}") from None
 
 
 # Worst first.

@@ -17,6 +17,7 @@ through the API server (``pods/exec``), as ``kubectl exec`` does.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,14 @@ EXEC_TIMEOUT = 60  # seconds for one exec round trip (the command itself takes m
 CRASH_VOLUME, CRASH_DIR = "kthena-conformance-state", "/kthena-conformance-state"  # outlive a container restart
 NOT_READY_MARKER = f"{CRASH_DIR}/not-ready"  # while it exists, a crashable container's readiness probe fails
 OBSERVED_REAL, OBSERVED_SIMULATED = "real nodes", "simulated"  # how a test result's ``observed`` begins
+
+
+_REQUIRE = re.compile(r"\brequire\(\s*suite\b")
+
+
+def needs_real_nodes(source: str) -> bool:
+    """Whether a test's ``source`` calls :func:`require` (it is inconclusive without real nodes). Pure."""
+    return _REQUIRE.search(source) is not None
 
 
 def declared(suite: Any) -> tuple[RealNodes | None, str]:

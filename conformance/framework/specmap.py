@@ -42,8 +42,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .catalog import ID_PATTERN, PACKAGE_DIR, Behaviour
-from .features import PROFILES
+from .features import FEATURES, PROFILES, Feature, Profile
 from .support import DocumentError, load_yaml, validation_problems
+
+FEATURE_NAMES = frozenset(f.value for f in Feature)
 
 API_VERSION = "conformance.kthena.io/v1alpha1"
 KIND = "SpecMap"
@@ -87,6 +89,12 @@ class _NotAsserted(_Strict):
     detail: str = Field(min_length=1)
 
 
+class _Proof(_Strict):
+    behaviour: str
+    test: str = Field(min_length=1)
+    fault: str = Field(min_length=1)
+
+
 class _Statement(_Strict):
     id: str
     document: str = Field(min_length=1)
@@ -98,6 +106,8 @@ class _Statement(_Strict):
     behaviours: list[str] = Field(default_factory=list)
     partial: list[str] = Field(default_factory=list)
     not_asserted: _NotAsserted | None = Field(default=None, alias="notAsserted")
+    conditional_on: list[str] = Field(default_factory=list, alias="conditionalOn")
+    proofs: list[_Proof] = Field(default_factory=list)
 
 
 class _SpecMapFile(_Strict):
@@ -123,6 +133,20 @@ class Document:
 
 
 @dataclass(frozen=True)
+class Proof:
+    """What makes a behaviour's claim on a statement mean something: the test that asserts it
+    (``<file>::<function>``, the file relative to the repository) and a fault of the reference whose
+    variant that test catches (self-validation's tables name the behaviour under it)."""
+
+    behaviour: str
+    test: str
+    fault: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"behaviour": self.behaviour, "test": self.test, "fault": self.fault}
+
+
+@dataclass(frozen=True)
 class Statement:
     """One normative statement and what asserts it."""
 
@@ -137,6 +161,11 @@ class Statement:
     partial: tuple[str, ...] = ()
     reason: str | None = None  # notAsserted.reason, exactly when behaviours is empty
     detail: str | None = None
+    # Features without which the statement binds nothing (it is about them: "ModelServings that include
+    # headless-service ...", a scope target only demo-pod-tweaks accepts): an implementation without them
+    # cannot get it wrong, so a success that leaves it unasserted for lack of them hides nothing.
+    conditional_on: tuple[str, ...] = ()
+    proofs: tuple[Proof, ...] = ()
 
     @property
     def in_scope(self) -> bool:
@@ -217,6 +246,8 @@ def load(path: Path = SPECMAP_PATH, *, catalog: Iterable[Behaviour]) -> SpecMap:
                 partial=tuple(s.partial),
                 reason=s.not_asserted.reason if s.not_asserted else None,
                 detail=s.not_asserted.detail if s.not_asserted else None,
+                conditional_on=tuple(s.conditional_on),
+                proofs=tuple(Proof(p.behaviour, p.test, p.fault) for p in s.proofs),
             )
             for s in parsed.statements
         ),
@@ -278,6 +309,19 @@ def _problems(parsed: _SpecMapFile, known: set[str]) -> list[str]:
                 f"{where}.partial: {', '.join(both)} ({s.id}) also in behaviours: a behaviour asserts a statement "
                 "fully or partly, not both"
             )
+        for j, f in enumerate(s.conditional_on):
+            if f not in FEATURE_NAMES:
+                problems.append(f"{where}.conditionalOn[{j}]: unknown feature {f!r} ({s.id})")
+        proved = [p.behaviour for p in s.proofs]
+        for j, p in enumerate(s.proofs):
+            if p.behaviour not in s.behaviours:
+                problems.append(
+                    f"{where}.proofs[{j}].behaviour: {p.behaviour!r} ({s.id}) is not in behaviours: a proof is given "
+                    "for a behaviour that claims the statement"
+                )
+        unproved = [b for b in s.behaviours if b not in proved]
+        if unproved:
+            problems.append(f"{where}.proofs: {', '.join(unproved)} ({s.id}) claim the statement without a proof")
         if s.behaviours and s.not_asserted is not None:
             problems.append(f"{where}.notAsserted: {s.id} is asserted (behaviours is not empty); drop notAsserted")
         if not s.behaviours and s.not_asserted is None:
@@ -366,6 +410,83 @@ def coverage(statements: Iterable[Statement], profiles: Iterable[str] = PROFILES
     missing = [s for s in scoped if s.level == "MUST" and not s.asserted]
     uncovered = tuple([s for s in missing if s.reason == GAP] + [s for s in missing if s.reason != GAP])
     return Coverage(_profile_coverage(OVERALL, scoped), per_profile, uncovered)
+
+
+# -- what a profile's success guarantees (pure) -------------------------------------------------------
+
+
+def guaranteed_features(profile: Profile) -> frozenset[Feature]:
+    """The features every implementation succeeding on ``profile`` supports: its required features and
+    their prerequisites (a success needs every required feature supported, and a feature cannot be
+    supported without its prerequisites)."""
+    out: set[Feature] = set()
+    todo = list(profile.required)
+    while todo:
+        f = todo.pop()
+        if f not in out:
+            out.add(f)
+            todo.extend(FEATURES[f].requires)
+    return frozenset(out)
+
+
+def runs_on_success(b: Behaviour, profile: Profile, conditional_on: Iterable[str] = ()) -> bool:
+    """Whether a ``success`` on ``profile`` means ``b`` was asserted: a MUST behaviour (a SHOULD or MAY
+    that does not hold is only a warning) of a required feature of the profile, whose further
+    requirements every such implementation supports, or the statement is about
+    (``conditional_on``: without them it binds nothing). Anything else may come out not-supported,
+    or a warning, in a run the profile still succeeds."""
+    conditions = {Feature(f) for f in conditional_on}
+    allowed = guaranteed_features(profile) | conditions
+    return b.level == "MUST" and b.feature in profile.required | conditions and set(b.requires) <= allowed
+
+
+@dataclass(frozen=True)
+class SuccessGap:
+    """A MUST statement of a profile that a success on it can leave unasserted, and why."""
+
+    statement: Statement
+    why: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.statement.id, "where": self.statement.where, "why": self.why}
+
+
+def _why_not(b: Behaviour, profile: Profile, conditional_on: Iterable[str]) -> str:
+    if b.level != "MUST":
+        return f"{b.id} is {b.level} (a warning when it does not hold)"
+    conditions = {Feature(f) for f in conditional_on}
+    allowed = guaranteed_features(profile) | conditions
+    if b.feature not in profile.required | conditions:
+        owner = "optional in " + profile.name if b.feature in profile.optional else f"not a feature of {profile.name}"
+        return f"{b.id} is feature {b.feature.value} ({owner})"
+    missing = ", ".join(sorted(f.value for f in b.requires if f not in allowed))
+    return f"{b.id} also requires {missing}, which a success on {profile.name} does not guarantee"
+
+
+def success_gaps(statements: Iterable[Statement], catalog: Iterable[Behaviour], profile: Profile) -> list[SuccessGap]:
+    """The in-scope MUST statements of ``profile`` that its ``success`` can leave unasserted: asserted
+    (``behaviours`` not empty) but by no behaviour :func:`runs_on_success` vouches for. A statement no
+    behaviour asserts is an uncovered statement (:func:`coverage`), not listed here."""
+    by_id = {b.id: b for b in catalog}
+    gaps: list[SuccessGap] = []
+    for s in statements:
+        if not (s.in_scope and s.level == "MUST" and s.profile == profile.name and s.asserted):
+            continue
+        found = [by_id[b] for b in s.behaviours if b in by_id]
+        if any(runs_on_success(b, profile, s.conditional_on) for b in found):
+            continue
+        gaps.append(SuccessGap(s, "; ".join(_why_not(b, profile, s.conditional_on) for b in found)))
+    return gaps
+
+
+def partly_asserted(statements: Iterable[Statement], profile: str) -> list[Statement]:
+    """The in-scope MUST statements of ``profile`` that behaviours assert only in part (``partial``, no
+    full ``behaviours``); ``detail`` says what is missing."""
+    return [
+        s
+        for s in statements
+        if s.in_scope and s.level == "MUST" and s.profile == profile and s.partial and not s.asserted
+    ]
 
 
 NOT_MODELSERVING = "not-modelserving"

@@ -24,7 +24,11 @@ supported fails. So the declaration is checked hard, and every mistake is report
       timeoutSeconds: 120              # optional (default 120): the command must return by then
     launch:                            # optional: the harness installs and starts your implementation
       command: [./bin/my-controller, --webhook-port, "{webhook_port}"]  # argv (or one shell-quoted string)
-      manifests: [deploy/crds.yaml]    # optional: applied before it starts (paths relative to this file)
+      also: [[./bin/my-webhook-shim, "{webhook_port}"]]  # optional: more commands, started after it, each
+                                       # ready once it stayed up; restarts restart the first one only
+      manifests: [deploy/crds.yaml]    # optional: applied before it starts
+      # every relative path here (the program, its arguments, the manifests) is relative to this file:
+      # the command runs in this file's directory
       readyLog: "caches synced"        # optional: ready once a line of its output matches this regex
       readyTimeoutSeconds: 60          # optional (default 60)
       webhook: true                    # optional: the harness makes a loopback certificate and port
@@ -142,6 +146,7 @@ class LaunchDeclaration:
     ready_timeout: float = 60.0
     webhook: bool = False
     source: str = "support file"
+    also: tuple[str, ...] = ()  # further commands (each one shell-quoted string), started after ``command``
 
 
 @dataclass(frozen=True)
@@ -251,6 +256,7 @@ class _ControllerRestart(_Strict):
 
 class _Launch(_Strict):
     command: Any  # a list of strings (argv) or one shell-quoted string: checked in _launch_declaration
+    also: list[Any] = Field(default_factory=list)  # further commands, each like command
     manifests: list[str] = Field(default_factory=list)
     ready_log: str | None = Field(default=None, alias="readyLog")
     ready_timeout_seconds: float = Field(default=60.0, gt=0, le=3600, alias="readyTimeoutSeconds")
@@ -327,18 +333,25 @@ def load_support(path: Path) -> Support:
     )
 
 
-def _launch_declaration(raw: _Launch, path: Path, problems: list[str]) -> LaunchDeclaration | None:
-    """The ``launch`` section checked (command form, manifest files present); problems appended."""
-    command = raw.command
+def _command_text(command: Any, where: str, problems: list[str]) -> str | None:
+    """A command (argv or one shell-quoted string) as one shell-quoted string; None and a problem
+    appended when it is neither."""
     if isinstance(command, list) and command and all(isinstance(a, str) for a in command):
         if not command[0].strip():
-            problems.append("launch.command[0]: the program to run must not be empty")
-        text = shlex.join(command)
-    elif isinstance(command, str) and command.strip():
-        text = command
-    else:
-        problems.append(f"launch.command: expected a list of strings (argv) or one non-empty string, got {command!r}")
+            problems.append(f"{where}[0]: the program to run must not be empty")
+        return shlex.join(command)
+    if isinstance(command, str) and command.strip():
+        return command
+    problems.append(f"{where}: expected a list of strings (argv) or one non-empty string, got {command!r}")
+    return None
+
+
+def _launch_declaration(raw: _Launch, path: Path, problems: list[str]) -> LaunchDeclaration | None:
+    """The ``launch`` section checked (command form, manifest files present); problems appended."""
+    text = _command_text(raw.command, "launch.command", problems)
+    if text is None:
         return None
+    also = [_command_text(c, f"launch.also[{i}]", problems) for i, c in enumerate(raw.also)]
     manifests = []
     for i, name in enumerate(raw.manifests):
         manifest = (path.parent / name) if not Path(name).is_absolute() else Path(name)
@@ -347,6 +360,7 @@ def _launch_declaration(raw: _Launch, path: Path, problems: list[str]) -> Launch
         manifests.append(manifest)
     return LaunchDeclaration(
         command=text,
+        also=tuple(a for a in also if a is not None),
         manifests=tuple(manifests),
         ready_log=raw.ready_log,
         ready_timeout=raw.ready_timeout_seconds,

@@ -321,6 +321,21 @@ def register_webhook(info: ClusterInfo, webhook: Webhook) -> None:
     wait_for("the ModelServing webhook to answer", rejected, timeout=30)
 
 
+def unregister_webhook(info: ClusterInfo) -> None:
+    """Remove the reference's ValidatingWebhookConfiguration (gone already is fine): once its server
+    stops, a configuration with failurePolicy Fail would refuse every ModelServing."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    api = api_client(info.kubeconfig, info.context)
+    try:
+        client.AdmissionregistrationV1Api(api).delete_validating_webhook_configuration(WEBHOOK_NAME)
+    except ApiException as exc:
+        if exc.status != 404:
+            what = f"cannot remove ValidatingWebhookConfiguration {WEBHOOK_NAME}: HTTP {exc.status}"
+            raise HarnessError(what) from None
+
+
 @dataclass
 class RunningController:
     process: subprocess.Popen[bytes]

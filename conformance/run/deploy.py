@@ -93,7 +93,7 @@ def deploy_command(
     then started with the cluster's admin kubeconfig and its output in
     ``REPORT_DIR/implementation.log``, ready (:mod:`.launch`); then its webhook configurations.
     With ``launch.webhook``, the placeholders ({webhook_port}, ...) are filled in everywhere."""
-    from .launch import RunningCommand, is_webhook_configuration, substitute
+    from .launch import group, is_webhook_configuration, substitute
 
     report_dir.mkdir(parents=True, exist_ok=True)
     webhook = loopback_webhook(secrets_dir) if launch.webhook else None
@@ -106,9 +106,10 @@ def deploy_command(
         apply_manifests(info, first, installed, progress)
     log = report_dir / "implementation.log"
     log.unlink(missing_ok=True)
-    running = RunningCommand(launch, info.kubeconfig, log, owner_pid=os.getpid(), webhook=webhook)
+    running = group(launch, info.kubeconfig, log, owner_pid=os.getpid(), webhook=webhook)
     where = f", its webhook on https://127.0.0.1:{webhook.port}" if webhook else ""
-    progress(f"starting the implementation: {launch.describe()} (output: {log}{where})")
+    also = f" and {len(launch.also)} more command(s) (launch.also)" if launch.also else ""
+    progress(f"starting the implementation: {launch.describe()}{also} (output: {log}{where})")
     running.start()
     if last:  # only now: with failurePolicy Fail, a configuration without its server refuses everything
         progress(f"registering {len(last)} webhook configuration(s) of the implementation")

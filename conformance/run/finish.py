@@ -75,6 +75,7 @@ def _assemble(
 ) -> None:
     """Every selected profile's behaviours, as run or as the reason they were not (with a
     ``shard``, the behaviours ``owners`` gives other shards are skipped-by-user)."""
+    from ..framework.catalog import source_text
     from ..framework.causes import causes, not_run, stopped_by
     from ..framework.documented_fields import blame
     from ..framework.features import PROFILES
@@ -128,7 +129,11 @@ def _assemble(
                     else "its pass did not report it"
                 )
             found = TestResult(b.id, "", b.feature, outcome, 0.0, message, b.statement, b.spec, level=b.level)
-        prefix = blame(b.features, missing) if found.outcome in failed and not stopped_by(found.message) else ""
+        prefix = (
+            blame(b.features, missing, source_text(b))
+            if found.outcome in failed and missing and not stopped_by(found.message)
+            else ""
+        )
         if prefix and not found.message.startswith(prefix):
             found.message = prefix + found.message
         tests.append(found)

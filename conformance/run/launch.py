@@ -76,6 +76,12 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict)
     manifests: tuple[Manifest, ...] = ()  # applied before the command starts (webhook configurations: once ready)
     webhook: bool = False  # the harness makes a loopback certificate and port for the command's webhook
+    # Where the command runs: a support file's directory (its relative paths, the program's included, resolve
+    # there, as its manifests do); the runner's working directory for the --implementation-* flags.
+    cwd: Path | None = None
+    # Further commands (argv each; a support file's launch.also), started after ``command`` is ready, each
+    # ready once it stayed up; a restart of the implementation restarts ``command`` only.
+    also: tuple[tuple[str, ...], ...] = ()
 
     @classmethod
     def parse(
@@ -86,6 +92,8 @@ class Launch:
         manifests: list[Path] | None = None,
         webhook: bool = False,
         names: LaunchNames = FLAGS,
+        cwd: Path | None = None,
+        also: list[str] | None = None,
     ) -> Launch:
         """From the command line (or a support file's ``launch``, ``names`` naming its fields):
         ``command`` split as a POSIX shell would (quotes), never run by one; ``manifests`` read and
@@ -96,6 +104,15 @@ class Launch:
             raise LaunchError(f"{names.command}: cannot split {command!r}: {exc}") from None
         if not argv:
             raise LaunchError(f"{names.command}: empty; give the program to start and its arguments")
+        extra: list[tuple[str, ...]] = []
+        for i, text in enumerate(also or []):
+            try:
+                split = tuple(shlex.split(text))
+            except ValueError as exc:
+                raise LaunchError(f"{names.command} (also[{i}]): cannot split {text!r}: {exc}") from None
+            if not split:
+                raise LaunchError(f"{names.command} (also[{i}]): empty; give the program to start and its arguments")
+            extra.append(split)
         pattern = None
         if ready_log:
             try:
@@ -106,14 +123,15 @@ class Launch:
             raise LaunchError(f"{names.ready_timeout}: must be above 0, got {ready_timeout:g}")
         read = tuple(read_manifests(manifests or [], names.manifest))
         if not webhook:
-            used = [f"{{{p}}}" for p in PLACEHOLDERS if any(f"{{{p}}}" in a for a in argv) or any(
+            every = [a for command in (argv, *extra) for a in command]
+            used = [f"{{{p}}}" for p in PLACEHOLDERS if any(f"{{{p}}}" in a for a in every) or any(
                 f"{{{p}}}" in yaml.safe_dump(doc) for _, doc in read)]  # fmt: skip
             if used:
                 raise LaunchError(
                     f"{names.command}/{names.manifest.rstrip(':')} use {', '.join(used)}: add "
                     f"{names.webhook} for the harness to make the webhook's port and certificate"
                 )
-        return cls(argv, pattern, ready_timeout, manifests=read, webhook=webhook)
+        return cls(argv, pattern, ready_timeout, manifests=read, webhook=webhook, cwd=cwd, also=tuple(extra))
 
     def describe(self) -> str:
         return shlex.join(self.command)
@@ -238,7 +256,13 @@ class RunningCommand:
         env = environment(self.kubeconfig, {**self.launch.env, **(self.webhook.env() if self.webhook else {})})
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env=env,
+                cwd=self.launch.cwd,
             )
         started = time.monotonic()
         deadline = started + self.launch.ready_timeout
@@ -279,3 +303,58 @@ class RunningCommand:
         self.stop()
         self.start()
         self.restarts += 1
+
+
+@dataclass
+class CommandGroup:
+    """The implementation's commands once started: the first (its controller) and the ``also`` ones.
+    Reads as a :class:`RunningCommand`: the first one's log, a restart restarts it alone, a stop stops
+    them all, the last started first."""
+
+    main: RunningCommand
+    others: list[RunningCommand] = field(default_factory=list)
+
+    @property
+    def log(self) -> Path:
+        return self.main.log
+
+    def start(self) -> None:
+        """Start the first command, then each other one (ready once it stayed up); on a failure
+        the ones already started are stopped."""
+        self.main.start()
+        started: list[RunningCommand] = []
+        try:
+            for other in self.others:
+                other.start()
+                started.append(other)
+        except BaseException:
+            for done in reversed(started):
+                done.stop()
+            self.main.stop()
+            raise
+
+    def stop(self, timeout: float = 20.0) -> None:
+        for other in reversed(self.others):
+            other.stop(timeout)
+        self.main.stop(timeout)
+
+    def restart(self) -> None:
+        self.main.restart()
+
+
+def group(
+    launch: Launch, kubeconfig: Path, log: Path, owner_pid: int, webhook: LoopbackWebhook | None = None
+) -> CommandGroup:
+    """The commands of ``launch`` as a :class:`CommandGroup` (not started): the ``also`` ones log to
+    ``implementation-also-<n>.log`` beside ``log``, share its webhook and directory."""
+    others = [
+        RunningCommand(
+            Launch(argv, None, launch.ready_timeout, dict(launch.env), cwd=launch.cwd),
+            kubeconfig,
+            log.with_name(f"implementation-also-{i + 1}.log"),
+            owner_pid,
+            webhook=webhook,
+        )
+        for i, argv in enumerate(launch.also)
+    ]
+    return CommandGroup(RunningCommand(launch, kubeconfig, log, owner_pid, webhook=webhook), others)

@@ -178,9 +178,10 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
     if options.dry_run:
         # an existing cluster may declare faults it injects (conformance.cluster.declared)
         injects = provider.injects_now()
+        real_nodes = _dry_run_real_nodes(options)
         result.listing = [
             f"{b.id:60} {b.profile.name:20} {'serial' if b.serial else 'parallel':8} "
-            + dry_run_verdict(b, support, options.provider_name, injects)
+            + dry_run_verdict(b, support, options.provider_name, injects, real_nodes)
             for b in selected
         ]
         data["verdict"] = "not-run"
@@ -366,3 +367,17 @@ def _write_now(data: dict[str, Any], result: RunResult, report_dir: Path) -> Non
 
     with contextlib.suppress(Exception):  # the final write says what went wrong, if it does again
         report.write({**data, "exitCode": result.exit_code}, report_dir)
+
+
+def _dry_run_real_nodes(options: RunOptions) -> str | None:
+    """Why a run with ``options`` would have no real nodes (None: it would, or the cluster declares
+    its own): the same decision a run makes, on this host now."""
+    if options.provider_name != "local":
+        return None
+    asked = options.real_nodes if options.real_nodes is not None else asked_by_env(os.environ.get(REAL_NODES_ENV))
+    problem = host_problem(runs_root() / "dry-run") if asked is not False else None
+    try:
+        plan = plan_real_nodes(asked, options.provider_name, problem)
+    except HarnessError as exc:
+        return str(exc)
+    return None if plan.use else plan.note

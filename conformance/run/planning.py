@@ -14,6 +14,8 @@ from typing import Any
 
 from ..cluster.errors import BadInput
 from ..cluster.provider import Progress
+from ..framework.catalog import source_text
+from ..framework.realnodes import needs_real_nodes
 from .accelerators import AcceleratorPlan
 from .launch import Launch, LaunchError
 from .options import (
@@ -69,6 +71,8 @@ def _launch(options: RunOptions, support: Any = None) -> Launch | None:
             list(declared.manifests),
             declared.webhook,
             names=LaunchNames.of_file(declared.source),
+            cwd=Path(declared.source).resolve().parent,
+            also=list(declared.also),
         )
     if options.implementation_command is None:
         if flags:
@@ -91,12 +95,18 @@ def _launch(options: RunOptions, support: Any = None) -> Launch | None:
     )
 
 
-def dry_run_verdict(b: Any, support: Any, provider: str, injects: frozenset[Any]) -> str:
+def dry_run_verdict(
+    b: Any, support: Any, provider: str, injects: frozenset[Any], no_real_nodes: str | None = None
+) -> str:
     """What a run would do with behaviour ``b``: ``run``, ``not-supported``, or ``inconclusive
     here`` with the reason when the provider's clusters cannot inject a fault kind it needs (the
-    catalog's ``faults``; a test known only to inject some fault needs the provider to inject any). Pure."""
+    catalog's ``faults``; a test known only to inject some fault needs the provider to inject any),
+    or when it needs real nodes (its test calls ``realnodes.require``) and ``no_real_nodes`` says why
+    the run would have none. Pure, but for reading the test's source."""
     if not all(support.supports(f) for f in b.features):
         return "not-supported"
+    if no_real_nodes is not None and needs_real_nodes(source_text(b)):
+        return f"inconclusive here: it needs real nodes ({no_real_nodes})"
     can = {str(f) for f in injects}
     lacking = [f for f in b.faults if f not in can]
     if lacking or (b.injects_faults and not can):

@@ -10,10 +10,11 @@ configuration carrying the CA as ``caBundle``. The harness makes these for the r
 :func:`configuration` is pure. The ModelServing webhook validates CREATE and UPDATE of
 ``modelservings``; an optional one validates CREATE and UPDATE of ``autoscalingpolicies`` (the
 spec leaves "exactly one target" to "the autoscalingpolicy validating webhook"); an optional one
-receives ``pods/eviction`` (the EvictionBudget profile's
-mechanism in upstream Kthena and the reference; the spec does not prescribe it), outside
-``kube-system``. ``failurePolicy: Fail`` for all: a webhook that cannot be reached must not let an
-invalid object or an over-budget eviction through.
+receives ``pods/eviction`` (the EvictionBudget profile's mechanism in upstream Kthena and the
+reference; the spec does not prescribe it), outside ``kube-system``; an optional one validates
+``modelboosters``. :func:`mutating_configuration` is the MutatingWebhookConfiguration for an
+implementation that declares a mutating webhook. ``failurePolicy: Fail`` for all: a webhook that
+cannot be reached must not let an invalid object or an over-budget eviction through.
 """
 
 from __future__ import annotations
@@ -43,14 +44,22 @@ def check_url(option: str, url: str) -> str:
 
 
 def configuration(
-    name: str, url: str, ca_bundle: str, eviction_url: str | None = None, autoscaling_url: str | None = None
+    name: str,
+    url: str,
+    ca_bundle: str,
+    eviction_url: str | None = None,
+    autoscaling_url: str | None = None,
+    modelbooster_url: str | None = None,
 ) -> dict[str, Any]:
     """A ValidatingWebhookConfiguration named ``name`` sending ModelServing CREATE/UPDATE to ``url``
-    (AutoscalingPolicy CREATE/UPDATE to ``autoscaling_url``, and Pod evictions to
-    ``eviction_url``), trusting ``ca_bundle`` (base64 PEM). Pure."""
+    (AutoscalingPolicy CREATE/UPDATE to ``autoscaling_url``, ModelBooster CREATE/UPDATE to
+    ``modelbooster_url``, and Pod evictions to ``eviction_url``), trusting ``ca_bundle`` (base64
+    PEM). Pure."""
     webhooks: list[dict[str, Any]] = [_validating(f"modelservings.{name}", url, ca_bundle, "modelservings")]
     if autoscaling_url is not None:
         webhooks.append(_validating(f"autoscalingpolicies.{name}", autoscaling_url, ca_bundle, "autoscalingpolicies"))
+    if modelbooster_url is not None:
+        webhooks.append(_validating(f"modelboosters.{name}", modelbooster_url, ca_bundle, "modelboosters"))
     if eviction_url is not None:
         webhooks.append(
             {
@@ -73,6 +82,22 @@ def configuration(
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": webhooks,
+    }
+
+
+def mutating_configuration(name: str, ca_bundle: str, urls: dict[str, str]) -> dict[str, Any]:
+    """A MutatingWebhookConfiguration named ``name`` sending CREATE/UPDATE of each resource
+    (``modelservings``, ``modelboosters``, ...) to its URL in ``urls``, trusting ``ca_bundle``: for an
+    implementation whose webhook also defaults or mutates (upstream Kthena's does). Pure."""
+    webhooks = [
+        {**_validating(f"{resource}.{name}", url, ca_bundle, resource), "reinvocationPolicy": "Never"}
+        for resource, url in urls.items()
+    ]
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": name},
         "webhooks": webhooks,
     }

@@ -113,6 +113,13 @@ def build_pod(ms: ModelServing, roles: list[Role], revision: str, pid: PodId, *,
         spec.pop("resourceClaims", None)
         for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
             (container.get("resources") or {}).pop("claims", None)
+    if faults.active("repeated-env-collapsed"):  # the first env entry of each name only
+        for container in spec.get("containers") or []:
+            first: dict[str, Any] = {}
+            for entry in container.get("env") or []:
+                first.setdefault(entry["name"], entry)
+            if container.get("env"):
+                container["env"] = list(first.values())
     if variations.active("sidecar-first"):  # the implementation's own container, first (a conformant choice)
         spec["containers"] = [variations.sidecar(), *(spec.get("containers") or [])]
     env = {"GROUP_SIZE": str(role.worker_replicas + 1), "WORKER_INDEX": str(pid.k)}

@@ -133,6 +133,10 @@ def in_scope(spec: PluginSpec, role: str, target: PluginTarget) -> bool:
     if faults.active("scope-empty-roles-match-none") and scope.roles is not None and not scope.roles:
         return False
     roles_checked = not (faults.active("scope-roles-ignored-with-target") and scope.target is not PluginTarget.ALL)
+    on_pod = target is not PluginTarget.ALL  # a Pod's hook (a Role-level hook asks for ALL)
+    roles_checked = roles_checked and not (
+        faults.active("scope-roles-ignored") and scope.target is PluginTarget.ALL and on_pod
+    )
     if scope.roles and role not in scope.roles and roles_checked:
         return False
     if faults.active("scope-target-worker-ignored") and scope.target is PluginTarget.WORKER:

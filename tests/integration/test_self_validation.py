@@ -58,7 +58,7 @@ CAUGHT_BY: dict[str, list[str]] = {
     "role-scale-down-highest-index": ["core/role/scale-down-order", "rollout/role/scale-down-order"],
     "group-partition-refilled-at-update": ["rollout/sg/partition-deleted-group-keeps-template"],
     "role-partition-refilled-at-update": ["rollout/role/partition-deleted-instance-keeps-template"],
-    "pod-template-list-maps-enforced": ["core/pods/host-aliases-one-ip", "core/pods/repeated-list-keys"],
+    "pod-template-list-maps-enforced": ["core/pods/host-aliases-one-ip"],
     # issue 13, H3: the SHOULD halves split from MUST behaviours
     "label-selector-selects-all": ["core/status/label-selector-count"],
     "admission-message-without-field": ["core/admission/message-names-field"],
@@ -104,6 +104,7 @@ CAUGHT_BY: dict[str, list[str]] = {
         "plugins/immutability/add-first-plugin",
         "plugins/immutability/change-scope",
         "plugins/immutability/remove-plugin",
+        "plugins/immutability/equivalent-type-accepted",
     ],
     "unknown-plugin-accepted": ["plugins/failures/unregistered-plugin-visible"],
     "demo-env-replaces": ["plugins/demo-pod-tweaks/env-appended"],
@@ -124,6 +125,10 @@ CAUGHT_BY: dict[str, list[str]] = {
     ],
     "scope-roles-change-allowed": ["plugins/immutability/change-scope-roles"],
     "chain-unlocked-at-zero": ["plugins/immutability/add-first-at-zero"],
+    # issue 31: scope.roles with whichever built-in the implementation supports
+    "scope-roles-ignored": ["plugins/scope/roles-listed"],
+    # issue 31: repeated env, port and pull-secret keys are a MAY (refusing them is fair), caught as a warning
+    "repeated-env-collapsed": ["core/pods/repeated-list-keys"],
     # issue 13, H7: headless-service scope, layout and Service lifecycle
     "headless-scope-refused": ["dns/scope/target-all-accepted"],
     "headless-scope-roles-ignored": ["dns/scope/roles"],

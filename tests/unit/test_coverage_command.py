@@ -31,6 +31,8 @@ def entry(id: str, profile: str, level: str = "MUST", behaviours: list[str] | No
         "topic": "ModelServing",
         "profile": profile,
         "behaviours": behaviours or [],
+        # every claim names its test and fault (test_specmap_proofs checks the real map's against the tables)
+        "proofs": [{"behaviour": b, "test": "t.py::test_t", "fault": "f"} for b in behaviours or []],
     }
     return {**data, **kw}
 
@@ -73,8 +75,11 @@ def test_text_shows_every_profile_the_overall_figure_and_the_uncovered(tmp_path:
         "MUST, all profiles, without the 0 statement(s) about one implementation's own code "
         "(reason not-modelserving): 2/5 (40.0%)"
     ) in lines
-    listed = [line.split()[0] for line in lines if line.startswith("  ") and not line.startswith("      ")]
+    success = next(i for i, line in enumerate(lines) if line.startswith("what a success proves"))
+    listed = [line.split()[0] for line in lines[:success] if line.startswith("  ") and not line.startswith("      ")]
     assert listed == ["core/a/gap", "plugins/a/gap", "core/a/kubelet"]  # gaps first
+    # issue 31: per profile, what a success leaves unasserted (the fixture's claims are required features')
+    assert "  Core: 0 a success can leave unasserted, 0 asserted in part, 1 claimed with a proof" in lines
     assert "      gap: read status.replicas at 0" in lines
     assert "      needs-real-kubelet: a real restart" in lines
     assert "core/a/should" not in result.stdout  # a SHOULD is never in the MUST list

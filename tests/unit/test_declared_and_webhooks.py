@@ -137,3 +137,28 @@ def test_real_nodes_are_read_from_cluster_details(details: dict[str, object], ex
 def test_real_nodes_without_a_v1_image_are_not_declared() -> None:
     found = parse({"faults": "", "realNodes.selector": "a=b", "realNodes.images": "v2=x"})
     assert found is not None and found.real_nodes is None
+
+
+def test_register_print_adds_modelbooster_and_a_mutating_configuration() -> None:
+    """Issue 31: ModelBooster validation and a mutating webhook where the implementation declares one."""
+    result = CliRunner().invoke(
+        main,
+        ["webhook", "register", "--print", "--webhook-name", "mine", "--url", "https://127.0.0.1:1/v",
+         "--modelbooster-url", "https://127.0.0.1:1/mb", "--mutating-url", "https://127.0.0.1:1/m",
+         "--mutating-modelbooster-url", "https://127.0.0.1:1/mbm"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    validating, mutating = yaml.safe_load_all(result.output)
+    assert validating["kind"] == "ValidatingWebhookConfiguration"
+    assert {w["rules"][0]["resources"][0]: w["clientConfig"]["url"] for w in validating["webhooks"]} == {
+        "modelservings": "https://127.0.0.1:1/v",
+        "modelboosters": "https://127.0.0.1:1/mb",
+    }
+    assert mutating["kind"] == "MutatingWebhookConfiguration" and mutating["metadata"]["name"] == "mine"
+    assert {w["rules"][0]["resources"][0]: w["clientConfig"]["url"] for w in mutating["webhooks"]} == {
+        "modelservings": "https://127.0.0.1:1/m",
+        "modelboosters": "https://127.0.0.1:1/mbm",
+    }
+    assert all(w["failurePolicy"] == "Fail" for w in mutating["webhooks"])
+    bad = CliRunner().invoke(main, ["webhook", "register", "--print", "--url", "https://h/v", "--mutating-url", "h"])
+    assert bad.exit_code == 2 and "--mutating-url: 'h' is not an https:// URL" in bad.output

@@ -157,6 +157,20 @@ def test_started_ready_by_its_log_line_then_stopped_with_its_children(tmp_path: 
     assert _gone(child), "a child the command started went with it (its process group)"
 
 
+def test_the_command_runs_in_its_launch_directory(tmp_path: Path) -> None:
+    """A support file's command runs in the file's directory, so ./bin/x and its manifests resolve alike."""
+    home = tmp_path / "impl"
+    home.mkdir()
+    launch = Launch.parse(_script(tmp_path, 'echo "cwd=$(pwd)"; echo "caches synced"; sleep 30'), "caches synced", 10)
+    launch = Launch(launch.command, launch.ready_log, launch.ready_timeout, cwd=home)
+    running = RunningCommand(launch, tmp_path / "kubeconfig", tmp_path / "implementation.log", owner_pid=os.getpid())
+    running.start()
+    try:
+        assert f"cwd={home}" in running.log.read_text()
+    finally:
+        running.stop()
+
+
 def test_a_command_that_exits_before_it_is_ready_is_an_error_naming_its_log(tmp_path: Path) -> None:
     running = _running(tmp_path, "echo 'cannot reach the API server' >&2; exit 4")
     with pytest.raises(HarnessError, match="exited with code 4 before it was ready") as info:
@@ -292,6 +306,7 @@ def test_a_support_files_launch_starts_an_external_implementation(tmp_path: Path
     launch = _launch(options, support)
     assert launch is not None
     assert launch.command == ("ctl", "--port", "{webhook_port}") and launch.webhook
+    assert launch.cwd == tmp_path.resolve()  # one rule: the command runs where its manifests are found
     assert launch.ready_log is not None and launch.ready_log.pattern == "ready"
     # without a launch (or command) "auto" is the reference, as before
     assert _resolve_implementation(RunOptions(implementation="auto"), None).implementation == "reference"
@@ -336,3 +351,46 @@ def test_a_bad_launch_in_a_file_names_the_files_field(tmp_path: Path) -> None:
     support = _declared(tmp_path, command="ctl --cert {webhook_cert}")
     with pytest.raises(LaunchError, match=re.escape("use {webhook_cert}: add webhook: true (in the launch section)")):
         _launch(RunOptions(implementation="external"), support)
+
+
+# -- launch.also: more commands beside the controller (issue 31: a controller plus a webhook shim) --------
+
+
+def test_a_support_files_launch_also_is_parsed_and_split(tmp_path: Path) -> None:
+    from conformance.run.options import RunOptions
+    from conformance.run.orchestration import _launch
+
+    support = _declared(tmp_path, command=["ctl"], also=[["shim", "--port", "{webhook_port}"], "other 'a b'"],
+                        webhook=True)  # fmt: skip
+    assert support.launch.also == ("shim --port '{webhook_port}'", "other 'a b'")
+    launch = _launch(RunOptions(implementation="external"), support)
+    assert launch is not None and launch.also == (("shim", "--port", "{webhook_port}"), ("other", "a b"))
+
+
+def test_a_bad_launch_also_entry_is_named(tmp_path: Path) -> None:
+    from conformance.framework.support import SupportFileError
+
+    with pytest.raises(SupportFileError, match=r"launch\.also\[1\]: expected a list of strings"):
+        _declared(tmp_path, command=["ctl"], also=[["ok"], 3])
+
+
+def test_the_group_starts_every_command_and_stops_them_all(tmp_path: Path) -> None:
+    from conformance.run.launch import group
+
+    main_pid, shim_pid = tmp_path / "main.pid", tmp_path / "shim.pid"
+    main = _script(tmp_path, f'echo $$ > {main_pid}; echo "caches synced"; exec sleep 60')
+    shim = tmp_path / "shim.sh"
+    shim.write_text(f"#!/bin/sh\necho $$ > {shim_pid}\nexec sleep 60\n")
+    shim.chmod(0o755)
+    launch = Launch.parse(main, "caches synced", 10)
+    launch = Launch(launch.command, launch.ready_log, launch.ready_timeout, also=((str(shim),),))
+    running = group(launch, tmp_path / "kubeconfig", tmp_path / "implementation.log", owner_pid=os.getpid())
+    running.start()
+    try:
+        first, second = _pid_in(main_pid), _pid_in(shim_pid)
+        assert alive(first) and alive(second)
+        assert running.log == tmp_path / "implementation.log"
+        assert (tmp_path / "implementation-also-1.log").exists()
+    finally:
+        running.stop()
+    assert _gone(first) and _gone(second)

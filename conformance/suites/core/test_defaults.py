@@ -20,6 +20,8 @@ from typing import Any
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
 from conformance.framework.modelserving import ModelServings
+from conformance.framework.plugin import SuiteState
+from conformance.suites.plugins.builtin import builtin_plugin
 
 API = "api-reference-workload-v1alpha1.txt"
 OMITTED = object()  # the stored object has no value at the path
@@ -145,11 +147,9 @@ def test_protection_level_defaults_to_servinggroup(ms: ModelServings, manifest: 
     "A plugin entry that omits type MUST read back type BuiltIn.",
     f"{API}#PluginSpec",
     Feature.PLUGIN_FRAMEWORK,
-    requires=(Feature.DEMO_POD_TWEAKS,),
 )
-def test_plugin_type_defaults_to_built_in(ms: ModelServings, manifest: Any) -> None:
+def test_plugin_type_defaults_to_built_in(ms: ModelServings, manifest: Any, suite: SuiteState) -> None:
     body = _no_groups(manifest, "plugin-type")
-    body["spec"]["plugins"] = [
-        {"name": "demo-pod-tweaks", "config": {"annotations": {"conformance.kthena.io/defaults": "yes"}}}
-    ]
-    _expect_defaults(ms, body, {"spec.plugins[0].type": "BuiltIn"}, "a demo-pod-tweaks plugin without type")
+    plugin = {k: v for k, v in builtin_plugin(suite.support).items() if k != "type"}
+    body["spec"]["plugins"] = [plugin]
+    _expect_defaults(ms, body, {"spec.plugins[0].type": "BuiltIn"}, f"a {plugin['name']} plugin without type")

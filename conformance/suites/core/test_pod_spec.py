@@ -8,7 +8,7 @@ prunes the fields the schema lacks from the stored template, and the Pods lose t
 PodSpec touching most of the API (affinity and anti-affinity, tolerations, topology spread, volumes of
 seven kinds with mounts and a block device, security contexts, DNS, init and sidecar containers,
 probes of each kind, lifecycle hooks, env from fields, resources, Secrets and ConfigMaps, pod-level
-and ephemeral-storage resources, container restart rules with one exit code listed twice).
+and ephemeral-storage resources, container restart rules).
 
 Each created Pod is compared with a Pod kube-apiserver builds from the same PodSpec and labels in a
 server-side dry run, so its own defaulting (probe thresholds, default tolerations, selectors merged

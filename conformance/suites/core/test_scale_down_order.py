@@ -24,6 +24,7 @@ from conformance.cluster.faults import Fault
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
 from conformance.framework.modelserving import ModelServings, running_ready
+from conformance.framework.outcomes import precondition
 from conformance.framework.rollout_watch import PodState, Snapshot, ordinal
 
 API = "api-reference-workload-v1alpha1.txt"
@@ -57,28 +58,33 @@ def _expect_scale_down_order(
     available_when_held: int,
     what: str,
 ) -> None:
-    ms.create(body)
-    ms.wait_pods(NAME, 8)
-    ms.wait_settled(NAME)
-    units = units_of(_snapshot(ms))
-    ids = sorted(units, key=ordinal)
-    seen = {u: [p.name for p in units[u]] for u in ids}
-    assert len(ids) == 4 and all(len(units[u]) == 2 for u in ids), (
-        f"{what}: expected 4 units of an entry Pod and a worker; seen {seen}"
-    )
-    costly, held, high, higher = ids
-    for pod, cost in zip(sorted(units[costly], key=lambda p: p.member), ("3", "-8"), strict=True):  # entry, worker
-        kube.core.patch_namespaced_pod(pod.name, ms.ns, {"metadata": {"annotations": {COST: cost}}})
-    worker = next(p for p in units[held] if p.member == "worker")
-    faults.inject(ms.ns, worker.name, Fault.NOT_READY)
-    ms.wait("pods-running", f"Pod {worker.name} NotReady", lambda: kube.core.read_namespaced_pod(worker.name, ms.ns),
-            lambda pod: not running_ready(pod))  # fmt: skip
-    ms.wait(
-        "status-updated",
-        f"status.availableReplicas {available_when_held} (the controller saw {held} not ready)",
-        lambda: ms.status_summary(NAME),
-        lambda seen: seen.get("availableReplicas") == available_when_held,
-    )
+    with precondition(f"{what}: 4 units running, one held not ready, with deletion costs set"):
+        ms.create(body)
+        ms.wait_pods(NAME, 8)
+        ms.wait_settled(NAME)
+        units = units_of(_snapshot(ms))
+        ids = sorted(units, key=ordinal)
+        seen = {u: [p.name for p in units[u]] for u in ids}
+        assert len(ids) == 4 and all(len(units[u]) == 2 for u in ids), (
+            f"{what}: expected 4 units of an entry Pod and a worker; seen {seen}"
+        )
+        costly, held, high, higher = ids
+        for pod, cost in zip(sorted(units[costly], key=lambda p: p.member), ("3", "-8"), strict=True):  # entry, worker
+            kube.core.patch_namespaced_pod(pod.name, ms.ns, {"metadata": {"annotations": {COST: cost}}})
+        worker = next(p for p in units[held] if p.member == "worker")
+        faults.inject(ms.ns, worker.name, Fault.NOT_READY)
+        ms.wait(
+            "pods-running",
+            f"Pod {worker.name} NotReady",
+            lambda: kube.core.read_namespaced_pod(worker.name, ms.ns),
+            lambda pod: not running_ready(pod),
+        )
+        ms.wait(
+            "status-updated",
+            f"status.availableReplicas {available_when_held} (the controller saw {held} not ready)",
+            lambda: ms.status_summary(NAME),
+            lambda seen: seen.get("availableReplicas") == available_when_held,
+        )
 
     remaining = {u: {p.uid for p in units[u]} for u in ids}
     steps = [

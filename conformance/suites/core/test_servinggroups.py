@@ -7,7 +7,7 @@ from typing import Any
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
 from conformance.framework.modelserving import ModelServings, container_of, expected_pod_count, member
-from conformance.framework.outcomes import Inconclusive
+from conformance.framework.outcomes import Inconclusive, precondition
 
 API = "api-reference-workload-v1alpha1.txt"
 
@@ -184,9 +184,10 @@ def test_label_selector_matches_the_replica_count(ms: ModelServings, manifest: A
     # Spec reading 22: the reading with one Pod per ServingGroup (upstream Kthena's); selecting every
     # Pod of the ModelServing is the other fair reading, so this is a SHOULD.
     body = manifest("basic")
-    ms.create(body)
-    ms.wait_pods("basic", expected_pod_count(body))
-    status = ms.wait_observed("basic", wait="status-updated")
+    with precondition("the ModelServing's Pods created and its status observed"):
+        ms.create(body)
+        ms.wait_pods("basic", expected_pod_count(body))
+        status = ms.wait_observed("basic", wait="status-updated")
     selector = status.get("labelSelector") or ""
     assert selector, f"expected a non-empty status.labelSelector; status was {status}"
     selected = _selected(kube, ms, selector)

@@ -72,6 +72,7 @@ def _discovery(pods: list[Any]) -> str:
     "A new ModelServing a LeaderWorkerSet is converted into MUST declare the headless-service plugin.",
     CONVERTERS,
     Feature.LWS_CONVERSION,
+    requires=(Feature.HEADLESS_SERVICE,),
 )
 def test_a_new_child_declares_headless_service(ms: ModelServings) -> None:
     child, _ = start(ms, leader_worker_set("lws-plugin", 1), 1, ready=False)
@@ -104,6 +105,7 @@ def test_size_one_keeps_the_worker_template(ms: ModelServings) -> None:
     "Discovery Service and by a second headless Service (the Entry Service).",
     CONVERTERS,
     Feature.LWS_CONVERSION,
+    requires=(Feature.HEADLESS_SERVICE,),
 )
 def test_size_one_gets_both_services_and_dns(ms: ModelServings) -> None:
     _, pods = start(ms, leader_worker_set("lws-dns", 1), 1)
@@ -130,6 +132,7 @@ def test_size_one_gets_both_services_and_dns(ms: ModelServings) -> None:
     "and two workers, with an Entry Service selecting the leader only and a Discovery Service listing all three.",
     CONVERTERS,
     Feature.LWS_CONVERSION,
+    requires=(Feature.HEADLESS_SERVICE,),
 )
 def test_size_three_is_one_instance_of_three_pods(ms: ModelServings) -> None:
     child, pods = start(ms, leader_worker_set("lws-three", 3), 3)
@@ -163,6 +166,7 @@ def test_size_three_is_one_instance_of_three_pods(ms: ModelServings) -> None:
     "chain it had.",
     CONVERTERS,
     Feature.LWS_CONVERSION,
+    requires=(Feature.HEADLESS_SERVICE,),
 )
 def test_the_plugin_chain_is_kept_when_the_size_changes(ms: ModelServings) -> None:
     sets = Sources(ms, LWS)

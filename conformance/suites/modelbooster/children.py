@@ -253,12 +253,20 @@ def wait_child(
         live = [o for o in found if not o["metadata"].get("deletionTimestamp")]
         return len(found) == 1 and len(live) == 1 and (until is None or until(live[0]))
 
-    label = f"exactly one ModelServing controlled by {sources.kind.kind} {ms.ns}/{name} (uid {uid}){what}"
+    label = f"exactly one ModelServing controlled by {sources.kind.kind} {ms.ns}/{name}{what}"
     try:
         found = ms.wait(wait, label, probe, ok, describe=describe)
     except WaitTimeout as exc:
-        raise WaitTimeout(f"{exc}{sources.warnings(name)}") from None
+        hint = "" if probe() else NO_CHILD_HINT.format(kind=sources.kind.kind)
+        raise WaitTimeout(f"{exc}{sources.warnings(name)}{hint}") from None
     return found[0]
+
+
+NO_CHILD_HINT = (
+    "; no child ModelServing appeared at all: a converter that waits for cluster objects the suite does not install "
+    "(another component's CRDs, say) makes none. Install them (or list them in the support file's launch.manifests) "
+    "and read the implementation's log for what its {kind} controller waits on"
+)
 
 
 def plugin_chain(child: dict[str, Any]) -> list[tuple[str, str, Any, Any]]:

@@ -38,6 +38,7 @@ def _images(role: dict[str, Any]) -> set[str]:
     "A new ModelServing a ModelBooster is converted into MUST declare the headless-service plugin.",
     CONVERTERS,
     Feature.MODEL_BOOSTER,
+    requires=(Feature.HEADLESS_SERVICE,),
 )
 def test_a_new_child_declares_headless_service(ms: ModelServings) -> None:
     child, _ = start(ms, booster("mb-plugin"), ready=False)
@@ -54,6 +55,7 @@ def test_a_new_child_declares_headless_service(ms: ModelServings) -> None:
     "headless Service reaching them.",
     CONVERTERS,
     Feature.MODEL_BOOSTER,
+    requires=(Feature.HEADLESS_SERVICE,),
 )
 def test_a_single_pod_worker_gets_no_worker_template_and_no_dns(ms: ModelServings) -> None:
     child, pods = start(ms, booster("mb-single", pods=1))

@@ -25,6 +25,7 @@ from .test_conversion import start
     "plugin chain it had.",
     CONVERTERS,
     Feature.MODEL_BOOSTER,
+    requires=(Feature.HEADLESS_SERVICE,),
 )
 def test_the_plugin_chain_is_kept_when_pods_change(ms: ModelServings) -> None:
     body = booster("mb-grow", pods=2)

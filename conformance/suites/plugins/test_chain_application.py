@@ -17,11 +17,12 @@ from typing import Any
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
 from conformance.framework.modelserving import ModelServings, expected_pod_count, member, role_of
+from conformance.framework.plugin import SuiteState
+from conformance.suites.plugins.builtin import builtin_plugin, missing_mutation
 from conformance.suites.rollout import patch_roles, with_image
 
 PLUGINS = "plugin-framework-and-headless-service.txt"
 NAME = "tweaks"
-MARK = "conformance.kthena.io/tweaked"
 
 
 def _where(pod: Any) -> str:
@@ -90,42 +91,44 @@ def test_empty_plugins_mean_no_chain(ms: ModelServings, manifest: Any) -> None:
 
 @behaviour(
     "plugins/chain/recreated-pods-mutated",
-    "Every Pod the controller creates after the first ones MUST go through the plugin chain: demo-pod-tweaks' "
-    "annotations and env are on a Pod replacing a deleted one, on the Pods of a ServingGroup added by a scale-up and "
-    "on the Pods of a rollout's new revision.",
+    "Every Pod the controller creates after the first ones MUST go through the plugin chain: the plugin's mutation "
+    "is on the Pods of a ServingGroup added by a scale-up, on a Pod replacing a deleted one (where Recovery is "
+    "supported) and on the Pods of a rollout's new revision (where RollingUpdate is supported).",
     f"{PLUGINS}#Workflow",
-    Feature.DEMO_POD_TWEAKS,
-    requires=(Feature.RECOVERY, Feature.ROLLING_UPDATE),
+    Feature.PLUGIN_FRAMEWORK,
 )
-def test_later_pods_get_the_plugins_mutations(ms: ModelServings, manifest: Any) -> None:
+def test_later_pods_get_the_plugins_mutations(ms: ModelServings, manifest: Any, suite: SuiteState) -> None:
     body = manifest("plugins-two-roles")
-    body["spec"]["plugins"] = [
-        {
-            "name": "demo-pod-tweaks",
-            "type": "BuiltIn",
-            "config": {"annotations": {MARK: "yes"}, "env": [{"name": "CUSTOM_VAR", "value": "custom-value"}]},
-        }
-    ]
+    plugin = builtin_plugin(suite.support)
+    body["spec"]["plugins"] = [plugin]
     count = expected_pod_count(body)
     ms.create(body)
     seen = {p.metadata.uid for p in ms.wait_pods(NAME, count)}
-    # A worker of Role alpha: whatever the recovery policy rebuilds (the Pod, its Role instance or
-    # its ServingGroup), Role beta may keep its Pods, so a recreation into a running group is seen.
-    victim = next(p for p in ms.pods(NAME) if role_of(p) == "alpha" and member(p) == "worker")
-    ms.kube.core.delete_namespaced_pod(victim.metadata.name, ms.ns)
-    seen = _later_pods_mutated(ms, seen, count, "recovery", f"replacing the deleted {_where(victim)}")
     ms.patch(NAME, {"spec": {"replicas": 2}})
-    seen = _later_pods_mutated(ms, seen, 2 * count, "scale", "of the ServingGroup added by scaling to 2")
-    image = "registry.example/engine:v2"
-    patch_roles(ms, body, with_image(body, image))
-    _later_pods_mutated(ms, seen, 2 * count, "rollout", f"of the new revision (image {image})", image)
+    seen = _later_pods_mutated(ms, plugin, seen, 2 * count, "scale", "of the ServingGroup added by scaling to 2")
+    if suite.support.supports(Feature.RECOVERY):
+        # A worker of Role alpha: whatever the recovery policy rebuilds (the Pod, its Role instance or
+        # its ServingGroup), Role beta may keep its Pods, so a recreation into a running group is seen.
+        victim = next(p for p in ms.pods(NAME) if role_of(p) == "alpha" and member(p) == "worker")
+        ms.kube.core.delete_namespaced_pod(victim.metadata.name, ms.ns)
+        seen = _later_pods_mutated(ms, plugin, seen, 2 * count, "recovery", f"replacing the deleted {_where(victim)}")
+    if suite.support.supports(Feature.ROLLING_UPDATE):
+        image = "registry.example/engine:v2"
+        patch_roles(ms, body, with_image(body, image))
+        _later_pods_mutated(ms, plugin, seen, 2 * count, "rollout", f"of the new revision (image {image})", image)
 
 
 def _later_pods_mutated(
-    ms: ModelServings, before: set[str], count: int, wait: str, why: str, image: str | None = None
+    ms: ModelServings,
+    plugin: dict[str, Any],
+    before: set[str],
+    count: int,
+    wait: str,
+    why: str,
+    image: str | None = None,
 ) -> set[str]:
     """Wait for ``count`` live Pods, at least one not in ``before`` (all on ``image`` when given),
-    check the plugin's mutations on every new one; returns every UID seen."""
+    check the plugin's mutation on every new one; returns every UID seen."""
 
     def arrived(pods: list[Any]) -> bool:
         live = [p for p in pods if not p.metadata.deletion_timestamp]
@@ -134,14 +137,6 @@ def _later_pods_mutated(
 
     pods = ms.wait(wait, f"{count} Pods of {ms.ns}/{NAME}, new ones {why}", lambda: ms.pods(NAME), arrived)
     for pod in (p for p in pods if p.metadata.uid not in before):
-        annotations = pod.metadata.annotations or {}
-        assert annotations.get(MARK) == "yes", (
-            f"expected demo-pod-tweaks' annotation {MARK}=yes on {_where(pod)}, created {why}; seen {annotations}"
-        )
-        for container in pod.spec.containers:
-            env = [(e.name, e.value) for e in container.env or []]
-            assert ("CUSTOM_VAR", "custom-value") in env, (
-                f"expected demo-pod-tweaks' env CUSTOM_VAR=custom-value in container {container.name} of "
-                f"{_where(pod)}, created {why}; seen {env}"
-            )
+        missing = missing_mutation(plugin, pod)
+        assert missing is None, f"expected on {_where(pod)}, created {why}, {missing}"
     return before | {p.metadata.uid for p in pods}

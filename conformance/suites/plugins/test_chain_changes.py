@@ -15,6 +15,8 @@ from typing import Any
 from conformance.framework.catalog import behaviour
 from conformance.framework.features import Feature
 from conformance.framework.modelserving import ModelServings, expect_refused, expected_pod_count
+from conformance.framework.plugin import SuiteState
+from conformance.suites.plugins.builtin import builtin_plugin, with_chain
 from conformance.suites.rollout import patch_roles, with_image
 
 PLUGINS = "plugin-framework-and-headless-service.txt"
@@ -47,13 +49,13 @@ def test_appending_a_plugin_is_rejected(ms: ModelServings, manifest: Any) -> Non
 @behaviour(
     "plugins/immutability/after-rollout",
     "Completing a rollout MUST NOT permit a change of the plugin chain: after every ServingGroup runs the updated "
-    "template, changing a plugin's config MUST still be rejected.",
+    "template, removing the plugin MUST still be rejected.",
     SECTION,
     Feature.PLUGIN_CHAIN_IMMUTABILITY,
-    requires=(Feature.DEMO_POD_TWEAKS, Feature.ROLLING_UPDATE),
+    requires=(Feature.ROLLING_UPDATE,),
 )
-def test_a_completed_rollout_does_not_unlock_the_chain(ms: ModelServings, manifest: Any) -> None:
-    body = manifest("plugins-chain")
+def test_a_completed_rollout_does_not_unlock_the_chain(ms: ModelServings, manifest: Any, suite: SuiteState) -> None:
+    body = with_chain(manifest("plugins-chain"), [builtin_plugin(suite.support)])
     count = expected_pod_count(body)
     ms.create(body)
     ms.wait_pods(NAME, count)
@@ -68,8 +70,7 @@ def test_a_completed_rollout_does_not_unlock_the_chain(ms: ModelServings, manife
     ms.wait("rollout", f"{count} Pods of {ms.ns}/{NAME} on {image}", lambda: ms.pods(NAME), rolled)
     ms.wait_updated(NAME, wait="rollout")
     ms.wait_settled(NAME, wait="rollout")
-    plugins = [{**body["spec"]["plugins"][0], "config": {"annotations": {"conformance.kthena.io/chain": "v2"}}}]
-    _refused(ms, NAME, plugins, "changing demo-pod-tweaks' config after a completed rollout")
+    _refused(ms, NAME, [], f"removing {body['spec']['plugins'][0]['name']} after a completed rollout")
 
 
 @behaviour(
@@ -77,17 +78,15 @@ def test_a_completed_rollout_does_not_unlock_the_chain(ms: ModelServings, manife
     "Changing the Roles a plugin's scope.roles lists MUST be rejected on update.",
     SECTION,
     Feature.PLUGIN_CHAIN_IMMUTABILITY,
-    requires=(Feature.DEMO_POD_TWEAKS,),
 )
-def test_changing_scope_roles_is_rejected(ms: ModelServings, manifest: Any) -> None:
+def test_changing_scope_roles_is_rejected(ms: ModelServings, manifest: Any, suite: SuiteState) -> None:
     body = manifest("plugins-two-roles")  # Roles alpha and beta
     name = body["metadata"]["name"]
-    plugin = {"name": "demo-pod-tweaks", "type": "BuiltIn", "scope": {"roles": ["alpha"]},
-              "config": {"annotations": {"conformance.kthena.io/chain": "v1"}}}  # fmt: skip
+    plugin = {**builtin_plugin(suite.support), "scope": {"roles": ["alpha"]}}
     body["spec"]["plugins"] = [plugin]
     ms.create(body)
     moved = [{**plugin, "scope": {"roles": ["beta"]}}]
-    _refused(ms, name, moved, "moving demo-pod-tweaks' scope.roles from alpha to beta")
+    _refused(ms, name, moved, f"moving {plugin['name']}' scope.roles from alpha to beta")
 
 
 @behaviour(
@@ -95,15 +94,16 @@ def test_changing_scope_roles_is_rejected(ms: ModelServings, manifest: Any) -> N
     "Adding the first plugin to a ModelServing scaled to zero replicas MUST be rejected on update.",
     SECTION,
     Feature.PLUGIN_CHAIN_IMMUTABILITY,
-    requires=(Feature.DEMO_POD_TWEAKS,),
 )
-def test_adding_the_first_plugin_at_zero_replicas_is_rejected(ms: ModelServings, manifest: Any) -> None:
-    body = manifest("plugins-chain")
-    plugins = body["spec"].pop("plugins")
+def test_adding_the_first_plugin_at_zero_replicas_is_rejected(
+    ms: ModelServings, manifest: Any, suite: SuiteState
+) -> None:
+    body = with_chain(manifest("plugins-chain"), None)
+    plugins = [builtin_plugin(suite.support)]
     ms.create(body)
     ms.wait_pods(NAME, expected_pod_count(body))
     rejection = ms.try_patch(NAME, {"spec": {"replicas": 0}})
     assert rejection is None, f"expected scaling to zero (spec.replicas 0) to be accepted; rejected: {rejection}"
     ms.wait_pods(NAME, 0, wait="scale")
     ms.wait_settled(NAME, wait="scale")
-    _refused(ms, NAME, plugins, "adding demo-pod-tweaks to a ModelServing without plugins at zero replicas")
+    _refused(ms, NAME, plugins, f"adding {plugins[0]['name']} to a ModelServing without plugins at zero replicas")

@@ -85,12 +85,32 @@ def test_a_complete_crd_passes_and_a_schemaless_one_is_said() -> None:
 
 
 @pytest.mark.parametrize(
-    ("features", "expected"),
+    ("features", "text", "expected"),
     [
-        pytest.param([Feature.MAX_SURGE, Feature.ROLLING_UPDATE], f"the installed CRD lacks {MAX_SURGE}", id="theirs"),
-        pytest.param([Feature.CORE], "", id="not-theirs"),
+        pytest.param(
+            [Feature.MAX_SURGE, Feature.ROLLING_UPDATE],
+            "rollingUpdateConfiguration: {maxSurge: 1}",
+            f"the installed CRD lacks {MAX_SURGE}",
+            id="theirs-and-set",
+        ),
+        # issue 31: a Role's maxSurge was blamed for every RoleRollingUpdate failure, set or not
+        pytest.param([Feature.MAX_SURGE, Feature.ROLLING_UPDATE], "maxUnavailable: 1", "", id="theirs-not-set"),
+        pytest.param([Feature.MAX_SURGE], "maxSurgeLimit: 1", "", id="a-longer-word-is-not-the-field"),
+        pytest.param([Feature.CORE], "maxSurge: 1", "", id="not-theirs"),
     ],
 )
-def test_blame_points_a_failed_behaviour_at_the_finding(features: list[Feature], expected: str) -> None:
-    prefix = blame(features, [MAX_SURGE])
+def test_blame_points_a_failed_behaviour_that_sets_the_field_at_the_finding(
+    features: list[Feature], text: str, expected: str
+) -> None:
+    prefix = blame(features, [MAX_SURGE], text)
     assert prefix.startswith(expected) and (prefix == "") == (expected == "")
+
+
+def test_the_text_of_a_test_includes_the_manifests_it_names() -> None:
+    from conformance.framework.catalog import collect, source_text
+
+    b = next(b for b in collect() if b.id == "plugins/immutability/remove-plugin")
+    text = source_text(b)
+    assert "def test_removing_a_plugin_is_rejected" in text
+    b = next(b for b in collect() if b.id == "rollout/sg/max-surge")
+    assert "maxSurge" in source_text(b)

@@ -85,10 +85,11 @@ def test_prerequisites_are_known_and_acyclic() -> None:
         pytest.param(Feature.HETEROGENEOUS_AUTOSCALING, {Feature.AUTOSCALING}, id="heterogeneous-autoscaling"),
         pytest.param(Feature.POD_METRIC_SOURCE, {Feature.AUTOSCALING}, id="pod-metric-source"),
         pytest.param(Feature.AUTOSCALING_PANIC, {Feature.AUTOSCALING}, id="autoscaling-panic"),
-        # A converter must declare headless-service on its children: the implementation needs the plugin.
-        pytest.param(Feature.MODEL_BOOSTER, {Feature.CORE, Feature.HEADLESS_SERVICE}, id="model-booster"),
+        # A converter declares headless-service on its children, but only the behaviours about the plugin
+        # need it (they say so in their own requires): admission and the rest of the conversion do not.
+        pytest.param(Feature.MODEL_BOOSTER, {Feature.CORE}, id="model-booster"),
         pytest.param(Feature.MODEL_BOOSTER_ADMISSION, {Feature.MODEL_BOOSTER}, id="model-booster-admission"),
-        pytest.param(Feature.LWS_CONVERSION, {Feature.CORE, Feature.HEADLESS_SERVICE}, id="lws-conversion"),
+        pytest.param(Feature.LWS_CONVERSION, {Feature.CORE}, id="lws-conversion"),
     ],
 )
 def test_prerequisites(feature: Feature, requires: set[Feature]) -> None:
@@ -98,55 +99,63 @@ def test_prerequisites(feature: Feature, requires: set[Feature]) -> None:
 @pytest.mark.parametrize(
     ("profile", "required", "optional"),
     [
-        # The spec never mentions the scale subresource, and revisions and their history limit are
-        # documented fields an implementation may not have yet: optional, never hidden inside Core.
+        # A profile's success means its MUST statements were asserted (issue 31): every feature whose
+        # statements the spec makes MUST for the API is required. The spec never mentions the scale
+        # subresource: optional. Revisions and their history limit are documented status and spec
+        # fields: required.
         pytest.param(
             "Core",
-            {"Core", "Admission", "Recovery"},
-            {"ScaleSubresource", "ControllerRevisions", "RevisionHistoryLimit"},
+            {"Core", "Admission", "Recovery", "ControllerRevisions", "RevisionHistoryLimit"},
+            {"ScaleSubresource"},
             id="core",
         ),
         pytest.param("Plugins", {"PluginFramework", "PluginChainImmutability"}, {"DemoPodTweaks"}, id="plugins"),
+        # DNS resolution needs a DNS server (and a running container) the cluster may not have: optional.
         pytest.param(
             "HeadlessServiceDNS",
-            {"HeadlessService"},
-            {"DeletionIdentityChanged", "MigrationRequired", "DNSResolution"},
+            {"HeadlessService", "DeletionIdentityChanged", "MigrationRequired"},
+            {"DNSResolution"},
             id="headless-service-dns",
         ),
-        # Upstream's Go controller has RollingUpdate and RoleRollingUpdate but neither maxSurge nor
-        # roleCoordination: those are optional, so upstream can still succeed on the profile.
-        pytest.param("Rollout", {"RollingUpdate", "RoleRollingUpdate"}, {"MaxSurge", "RoleCoordination"}, id="rollout"),
+        # maxSurge and roleCoordination are documented fields with MUST semantics: an implementation
+        # without them (upstream's Go controller of 2026-08) is not a success on Rollout.
+        pytest.param(
+            "Rollout", {"RollingUpdate", "RoleRollingUpdate", "MaxSurge", "RoleCoordination"}, set(), id="rollout"
+        ),
         pytest.param(
             "InPlaceUpdate",
             {"InPlaceUpdate", "InPlaceUpdateFallback", "ProgressDeadline"},
             set(),
             id="in-place-update",
         ),
-        # The spec states what gangPolicy requires, not Volcano's other PodGroup fields (minResources,
-        # the queue annotation) nor upstream's webhook rules (immutability): those are optional.
+        # The spec states what gangPolicy and networkTopology require, not Volcano's other PodGroup
+        # fields (minResources, the queue annotation) nor upstream's webhook rules (immutability): those
+        # are optional.
         pytest.param(
             "GangScheduling",
-            {"GangScheduling"},
-            {"VolcanoPodGroup", "GangPolicyImmutability", "NetworkTopology"},
+            {"GangScheduling", "NetworkTopology"},
+            {"VolcanoPodGroup", "GangPolicyImmutability"},
             id="gang-scheduling",
         ),
+        pytest.param("EvictionBudget", {"EvictionBudget", "RoleEvictionBudget"}, set(), id="eviction-budget"),
         # What the DRA driver and the scheduler do is driver certification, kept apart from the
         # implementation's own part (its Pods carry their claims and run on allocated devices).
         pytest.param("Accelerators", {"Accelerators"}, {"DriverCertification"}, id="accelerators"),
         pytest.param(
             "Autoscaling",
-            {"Autoscaling"},
             {
+                "Autoscaling",
                 "AutoscalingAdmission",
                 "DisaggregatedAutoscaling",
                 "HeterogeneousAutoscaling",
-                "PodMetricSource",
                 "AutoscalingPanic",
             },
+            # Pods scraped for their metrics are observed on real nodes only.
+            {"PodMetricSource"},
             id="autoscaling",
         ),
-        # The admission rules and the deprecation warning of a deprecated API are optional.
-        pytest.param("ModelBooster", {"ModelBooster"}, {"ModelBoosterAdmission"}, id="model-booster"),
+        # A deprecated API is still an API: its documented enums, patterns and bounds are required.
+        pytest.param("ModelBooster", {"ModelBooster", "ModelBoosterAdmission"}, set(), id="model-booster"),
         pytest.param("LWSConversion", {"LWSConversion"}, set(), id="lws-conversion"),
     ],
 )

@@ -219,7 +219,7 @@ DNS = PROFILES["HeadlessServiceDNS"]
             [result("dns/a", Feature.HEADLESS_SERVICE, P), result("dns/x", Feature.DNS_RESOLUTION, NS)],
             NO_OPTIONAL,
             Verdict.SUCCESS,
-            "succeeds: all 1 tests that ran passed; optional features DeletionIdentityChanged, MigrationRequired, DNSResolution not supported, not tested.",
+            "succeeds: all 1 tests that ran passed; optional feature DNSResolution not supported, not tested.",
             id="success-optional-unsupported",
         ),
         pytest.param(
@@ -360,3 +360,18 @@ def test_test_result_from_dict_rejects(change: dict[str, str], error: type[Excep
     data = {**result("core/a", Feature.CORE, P).as_dict(), **change}
     with pytest.raises(error):
         TestResult.from_dict(data)
+
+
+def test_a_failed_precondition_is_inconclusive_not_a_verdict() -> None:
+    """Issue 31: a SHOULD test whose setup did not hold was a warning about that SHOULD."""
+    from conformance.framework.outcomes import Inconclusive, precondition
+
+    with (
+        pytest.raises(Inconclusive, match=r"precondition not met \(Pods running\): saw 3"),
+        precondition("Pods running"),
+    ):
+        raise AssertionError("saw 3")
+    with pytest.raises(ValueError), precondition("Pods running"):  # anything else is left alone (an error already)
+        raise ValueError("boom")
+    with precondition("nothing fails"):
+        pass

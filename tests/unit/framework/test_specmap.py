@@ -51,7 +51,13 @@ def statement(id: str = "api/spec/replicas", **changes: Any) -> dict[str, Any]:
         "behaviours": ["core/pods/created"],
     }
     entry.update(changes)
-    return {k: v for k, v in entry.items() if v is not None}
+    if "proofs" not in changes:  # a claim names its test and fault (checked against the tables elsewhere)
+        entry["proofs"] = [proof(b) for b in entry.get("behaviours") or []]
+    return {k: v for k, v in entry.items() if v is not None and v != []}
+
+
+def proof(behaviour: str) -> dict[str, str]:
+    return {"behaviour": behaviour, "test": "conformance/suites/x/test_x.py::test_x", "fault": "some-fault"}
 
 
 GAP = {"reason": "gap", "detail": "a test would scale to 0 and read status"}
@@ -280,6 +286,7 @@ def test_every_problem_is_named_by_file_and_field(tmp_path: Path, data: Any, pro
 def test_every_problem_at_once(tmp_path: Path) -> None:
     data = valid()
     data["statements"][0]["behaviours"] = ["core/pods/gone"]
+    data["statements"][0]["proofs"] = [proof("core/pods/gone")]
     data["statements"][1]["profile"] = "Nope"
     data["statements"][3]["document"] = "missing.txt"
     with pytest.raises(SpecMapError) as caught:
@@ -467,3 +474,130 @@ def test_in_scope_must_coverage_does_not_go_down(real: specmap.SpecMap, topic: s
         f"{percent_text(percent)} of the {topic} MUST statements are asserted, below the floor "
         f"{MUST_ASSERTED_FLOOR[topic]}%: a behaviour that asserted a statement was removed or unmapped"
     )
+
+
+# -- proofs, conditionalOn and what a success guarantees -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        pytest.param(
+            s0(proofs=[]),
+            "statements[0].proofs: core/pods/created (api/spec/replicas) claim the statement without a proof",
+            id="claim-without-proof",
+        ),
+        pytest.param(
+            s0(proofs=[proof("core/pods/created"), proof("core/status/replicas")]),
+            "statements[0].proofs[1].behaviour: 'core/status/replicas' (api/spec/replicas) is not in behaviours",
+            id="proof-of-another-behaviour",
+        ),
+        pytest.param(
+            s0(conditionalOn=["HeadlessServices"]),
+            "statements[0].conditionalOn[0]: unknown feature 'HeadlessServices' (api/spec/replicas)",
+            id="unknown-conditional-feature",
+        ),
+        pytest.param(
+            s0(proofs=[{"behaviour": "core/pods/created", "test": "", "fault": "f"}]),
+            "statements[0].proofs[0].test: ",
+            id="empty-test",
+        ),
+    ],
+)
+def test_proof_and_condition_problems(tmp_path: Path, change: Any, problem: str) -> None:
+    path = write(tmp_path, edit(change))
+    with pytest.raises(SpecMapError) as caught:
+        load(path, catalog=CATALOG)
+    assert any(p.startswith(f"{path}: {problem}") for p in caught.value.problems), caught.value.problems
+
+
+def test_a_proof_and_a_condition_load(tmp_path: Path) -> None:
+    loaded = load(write(tmp_path, edit(s0(conditionalOn=["HeadlessService"]))), catalog=CATALOG)
+    first = loaded.statements[0]
+    assert first.conditional_on == ("HeadlessService",)
+    assert [p.as_dict() for p in first.proofs] == [proof("core/pods/created")]
+
+
+PLUGINS = PROFILES["Plugins"]
+ORDER = "plugin-framework-and-headless-service.txt#Plugin Execution Order"
+
+
+def pb(id: str, feature: Feature, *requires: Feature, level: str = "MUST") -> Behaviour:
+    return Behaviour(id, f"Plugins {level} run in order.", ORDER, feature, requires=requires)
+
+
+@pytest.mark.parametrize(
+    ("behaviours", "conditional_on", "why"),
+    [
+        pytest.param([pb("p/a", Feature.PLUGIN_FRAMEWORK)], (), None, id="required-feature"),
+        pytest.param(
+            [pb("p/a", Feature.PLUGIN_FRAMEWORK, Feature.DEMO_POD_TWEAKS)],
+            (),
+            "p/a also requires DemoPodTweaks, which a success on Plugins does not guarantee",
+            id="requires-optional",
+        ),
+        pytest.param(
+            [pb("p/a", Feature.PLUGIN_FRAMEWORK, Feature.DEMO_POD_TWEAKS)], ("DemoPodTweaks",), None, id="conditional"
+        ),
+        pytest.param(
+            [pb("p/a", Feature.DEMO_POD_TWEAKS)],
+            (),
+            "p/a is feature DemoPodTweaks (optional in Plugins)",
+            id="optional",
+        ),
+        pytest.param(
+            [pb("p/a", Feature.PLUGIN_FRAMEWORK, level="SHOULD")],
+            (),
+            "p/a is SHOULD (a warning when it does not hold)",
+            id="should",
+        ),
+        pytest.param(
+            [pb("p/a", Feature.DEMO_POD_TWEAKS), pb("p/b", Feature.PLUGIN_CHAIN_IMMUTABILITY)],
+            (),
+            None,
+            id="one-of-several-is-enough",
+        ),
+        pytest.param(
+            [pb("p/a", Feature.PLUGIN_FRAMEWORK, Feature.ROLLING_UPDATE)],
+            (),
+            "p/a also requires RollingUpdate, which a success on Plugins does not guarantee",
+            id="another-profiles-feature",
+        ),
+    ],
+)
+def test_success_gaps(behaviours: list[Behaviour], conditional_on: tuple[str, ...], why: str | None) -> None:
+    s = Statement(
+        "plugins/order/list", "x.txt", "Order", "text", "MUST", "ModelServing", "Plugins",
+        behaviours=tuple(b.id for b in behaviours), conditional_on=conditional_on,
+    )  # fmt: skip
+    gaps = specmap.success_gaps([s], behaviours, PLUGINS)
+    assert [g.why for g in gaps] == ([] if why is None else [why])
+
+
+def test_guaranteed_features_follow_prerequisites() -> None:
+    guaranteed = specmap.guaranteed_features(PROFILES["InPlaceUpdate"])
+    assert {Feature.IN_PLACE_UPDATE, Feature.ROLLING_UPDATE, Feature.CORE} <= guaranteed
+    assert Feature.ROLE_ROLLING_UPDATE not in guaranteed
+
+
+def test_partly_asserted_lists_statements_with_partial_only() -> None:
+    full = Statement("a/b", "x", "y", "t", "MUST", "ModelServing", "Core", behaviours=("b/c",), partial=("b/d",))
+    part = Statement("a/c", "x", "y", "t", "MUST", "ModelServing", "Core", partial=("b/d",), reason="gap", detail="d")
+    should = Statement(
+        "a/d", "x", "y", "t", "SHOULD", "ModelServing", "Core", partial=("b/d",), reason="gap", detail="d"
+    )
+    assert specmap.partly_asserted([full, part, should], "Core") == [part]
+
+
+def test_the_real_map_leaves_no_must_to_an_optional_feature(real: specmap.SpecMap) -> None:
+    """Issue 31: a profile's success means its MUST statements were asserted. What is left is listed
+    by `kthena-conformance coverage` (success gaps); this ratchet keeps it from growing."""
+    behaviours = catalog.collect()
+    gaps = {p: len(specmap.success_gaps(real.statements, behaviours, prof)) for p, prof in PROFILES.items()}
+    assert sum(gaps.values()) <= SUCCESS_GAP_CEILING, gaps
+
+
+# 2026-12-07: the five left are asserted only where the cluster can show them (DNSResolution: a DNS
+# server and running containers; PodMetricSource: real nodes), optional so that the embedded cluster's
+# runs still succeed.
+SUCCESS_GAP_CEILING = 5

@@ -48,6 +48,7 @@ from .fault_cases_readiness import CASES as READINESS_CASES
 from .fault_cases_roll import CASES as ROLL_CASES
 from .fault_cases_rollout import CASES as ROLLOUT_CASES
 from .fault_cases_scale_partition import CASES as SCALE_PARTITION_CASES
+from .fault_cases_success import CASES as SUCCESS_CASES
 
 
 @pytest.fixture(autouse=True)
@@ -519,6 +520,7 @@ CASES += [Case(*row) for row in COVERAGE_ROLLOUT_CASES]
 CASES += [Case(*row) for row in COVERAGE_ACCELERATORS_CASES]
 CASES += [Case(*row) for row in AUTOSCALING_CASES]
 CASES += [Case(*row) for row in CONVERTER_CASES]
+CASES += [Case(*row) for row in SUCCESS_CASES]
 
 
 def test_every_fault_has_exactly_one_case() -> None:
