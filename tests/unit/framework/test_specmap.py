@@ -29,7 +29,12 @@ from conformance.framework.specmap import (
 # The asserted percentage of each in-scope topic's MUST statements in the real spec map may not fall
 # below these. Raise them when coverage grows (never lower one to make a change pass: assert or
 # explain the statement). AutoscalingPolicy came into scope on 2026-12-05 at 10 of 37.
-MUST_ASSERTED_FLOOR = {"ModelServing": 92.9, "AutoscalingPolicy": 72.9}
+# 2026-12-07 (issue 31, "the coverage map overclaims"): ModelServing 92.9 -> 91.2, the one lowering
+# on record: four statements whose only behaviour the spec's own words make a SHOULD (an unchanged
+# Role keeping its Pods, roleCoordination outside RoleRollingUpdate, retargeting an in-place update,
+# and a Role partition's default, which no test reads back) are now `partial` with their reading,
+# not claimed as asserted.
+MUST_ASSERTED_FLOOR = {"ModelServing": 91.2, "AutoscalingPolicy": 72.9}
 
 SPEC = "api-reference-workload-v1alpha1.txt#ModelServingSpec"
 CATALOG = [
