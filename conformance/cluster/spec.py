@@ -107,8 +107,8 @@ class ClusterSpec(BaseModel):
     # kube-scheduler profiles besides default-scheduler; ModelServing defaults to "volcano".
     extra_scheduler_names: list[str] = Field(default_factory=lambda: ["volcano"])
     # Run the fake DRA drivers (fake-devices/) whose device-count label some node pool carries
-    # (``gpu.example.com/device-count``, ``npu.example.com/device-count``): their DeviceClasses
-    # and ResourceSlice publishers. Only the local provider runs them; kind uses their DaemonSets.
+    # (``gpu.fake.kthena-conformance.io/device-count``, ``npu.fake.kthena-conformance.io/device-count``):
+    # their DeviceClasses and ResourceSlice publishers. Only the local provider runs them; kind uses their DaemonSets.
     fake_devices: bool = True
     # CustomResourceDefinitions to install while the cluster starts. The local provider creates
     # them, Established, before kube-controller-manager starts, so its garbage collector knows

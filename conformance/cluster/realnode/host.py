@@ -454,16 +454,60 @@ def _pids(proc: Path) -> list[int]:
         return []
 
 
-def cgroup_hierarchies(cgroup_root: Path) -> list[Path]:
-    """The root of every cgroup hierarchy: the unified root (v2), or each v1 (and hybrid) mount."""
-    if (cgroup_root / "cgroup.controllers").exists():
-        return [cgroup_root]
-    try:
-        entries = sorted(os.scandir(cgroup_root), key=lambda e: e.name)
-    except OSError:
-        return []
-    # `cpu` -> `cpu,cpuacct` style aliases are symlinks: each hierarchy once.
-    return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+@dataclass(frozen=True)
+class CgroupMount:
+    """One cgroup hierarchy as ``/proc/self/mountinfo`` shows it: where it is mounted, v1 or v2, its
+    controllers (v1: the super options without flags and ``name=``; v2: none listed here) and
+    whether it is mounted read-only (then no cgroup can be made in it)."""
+
+    path: str
+    version: int
+    controllers: frozenset[str] = frozenset()
+    read_only: bool = False
+
+
+_MOUNT_FLAGS = frozenset({"rw", "ro", "noprefix", "xattr", "clone_children", "nsdelegate", "memory_recursiveprot"})
+
+
+def parse_cgroup_mounts(mountinfo: str, cgroup_root: str = "/sys/fs/cgroup") -> tuple[CgroupMount, ...]:
+    """The cgroup hierarchies mounted at or below ``cgroup_root``, in ``/proc/self/mountinfo`` text. Pure.
+
+    Only mounts count: a plain directory in ``/sys/fs/cgroup`` (``cpu,cpuacct``, ``net_cls,net_prio``
+    left by a container runtime that expected them, on a read-only tmpfs) is no hierarchy and is not
+    listed, whatever its name. A point mounted twice is the later mount (it hides the earlier one).
+    Sorted by path.
+    """
+    root = PurePosixPath(cgroup_root)
+    found: dict[str, CgroupMount] = {}
+    for line in mountinfo.splitlines():
+        head, sep, tail = line.partition(" - ")
+        fields, words = head.split(), tail.split()
+        if not sep or len(fields) < 6 or len(words) < 3 or words[0] not in ("cgroup", "cgroup2"):
+            continue
+        point = _unescape_mountinfo(fields[4])
+        if not PurePosixPath(point).is_relative_to(root):
+            continue
+        options = set(fields[5].split(",")) | set(words[2].split(","))
+        version = 2 if words[0] == "cgroup2" else 1
+        controllers = (
+            frozenset(o for o in words[2].split(",") if o and "=" not in o and o not in _MOUNT_FLAGS)
+            if version == 1
+            else frozenset()
+        )
+        found[point] = CgroupMount(point, version, controllers, read_only="ro" in options)
+    return tuple(found[p] for p in sorted(found))
+
+
+CGROUP_FS = "/sys/fs/cgroup"
+
+
+def cgroup_hierarchies(cgroup_root: Path, mountinfo: str | None = None) -> list[Path]:
+    """The root of every cgroup hierarchy mounted at or below ``/sys/fs/cgroup``: the unified root
+    (v2), or each v1 mount (and the hybrid layout's ``unified``), read from ``mountinfo`` (default:
+    this process's ``/proc/self/mountinfo``), never from the directory listing. Each is given
+    below ``cgroup_root`` (``/sys/fs/cgroup`` itself but in tests, which read a made-up tree)."""
+    text = mountinfo if mountinfo is not None else (_read_text(Path("/proc/self/mountinfo")) or "")
+    return [cgroup_root / PurePosixPath(m.path).relative_to(CGROUP_FS) for m in parse_cgroup_mounts(text, CGROUP_FS)]
 
 
 def _walk_cgroups(directory: Path, names: frozenset[str], depth: int, matched: bool, found: set[str]) -> None:
@@ -526,8 +570,9 @@ def take_snapshot(
     except (OSError, subprocess.SubprocessError) as exc:
         unavailable["nft"] = _error_text(exc)
 
+    mountinfo = _read_text(proc / "self" / "mountinfo") or ""
     cgroups: set[str] = set()
-    for hierarchy in cgroup_hierarchies(sysfs / "fs" / "cgroup"):
+    for hierarchy in cgroup_hierarchies(sysfs / "fs" / "cgroup", mountinfo):
         _walk_cgroups(hierarchy, frozenset(cgroup_names), 1, False, cgroups)
 
     dirs = [p for d in process_dirs for p in {Path(d), Path(d).resolve()}]  # exe links are resolved paths
@@ -552,7 +597,7 @@ def take_snapshot(
         iptables=iptables,
         nft_tables=nft_tables,
         cgroups=frozenset(cgroups),
-        mounts=parse_mountinfo(_read_text(proc / "self" / "mountinfo") or ""),
+        mounts=parse_mountinfo(mountinfo),
         links=links,
         paths=frozenset(str(p) for p in watched_paths if os.path.lexists(p)),
         processes=frozenset(processes),

@@ -164,7 +164,14 @@ class RealNode:
         """The kubelet's cgroupRoot in every hierarchy: the kubelet requires it to exist and does not
         create it (the host restore removes it with everything below)."""
         for hierarchy in host.cgroup_hierarchies(cgroup_fs):
-            (hierarchy / f"{cfg.CGROUP_PREFIX}{self.name}").mkdir(exist_ok=True)
+            path = hierarchy / f"{cfg.CGROUP_PREFIX}{self.name}"
+            try:
+                path.mkdir(exist_ok=True)
+            except OSError as exc:
+                raise HarnessError(
+                    f"real node {self.name}: cannot create its cgroup {path}: {exc.strerror or exc}",
+                    "the cgroup hierarchy must be writable: see `kthena-conformance cluster preflight --real-nodes`",
+                ) from None
 
     def make_bridge(self) -> None:
         """The node's bridge with the gateway address, before the kubelet listens on it (the CNI
