@@ -54,7 +54,16 @@ from ..cluster.provider import ClusterInfo, Progress, quiet
 from ..cluster.registry import get_provider
 from ..cluster.spec import ClusterSpec, NodePool
 from . import credentials, signals
-from .accelerators import AcceleratorPlan, device_pools, fake_device_faults, load_accelerators
+from .accelerators import (
+    AcceleratorPlan,
+    certified_drivers,
+    device_pools,
+    fake_build,
+    fake_device_faults,
+    load_accelerators,
+    published_drivers,
+    uninstalled,
+)
 from .deploy import deploy_command, deploy_reference
 from .launch import SETTLE_SECONDS, Launch, LaunchError, crds_of
 from .options import (
@@ -207,6 +216,15 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
                 spec, progress=progress, owner_pid=options.cluster_owner_pid if options.keep_cluster else os.getpid()
             )
         data["cluster"] = info.as_report()
+        if capabilities:
+            data["accelerators"]["drivers"] = certified_drivers(
+                capabilities, info.details.get("draDrivers") or [], fake_build()
+            )
+            absent = uninstalled(capabilities, published_drivers(info.kubeconfig, info.context))
+            if absent:
+                data["error"] = {"message": "; ".join(absent), "hint": "docs/accelerators.md says how to install one"}
+                result.exit_code = EXIT_CLUSTER
+                return result
         controller_log = options.controller_log
         if options.implementation == "reference":
             progress("deploying the reference controller (least-privilege token, webhook)")

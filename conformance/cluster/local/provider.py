@@ -34,6 +34,7 @@ from ..runner_address import DETAILS_KEY as RUNNER_ADDRESS
 from ..runner_address import LOOPBACK
 from ..spec import ClusterSpec
 from ..versions import COREDNS, PINNED
+from . import dra_drivers
 from .components import RunLayout
 from .processes import log_tail, pid_alive
 
@@ -168,6 +169,8 @@ class LocalProvider(Provider):
             )
         if spec.real_pools():
             preflight.require_usable()  # before any build or process: a host without them fails at once
+        if spec.dra_drivers:
+            dra_drivers.check_drivers(spec)  # a missing program or manifest fails before anything starts
         # Optional CoreDNS: built once on demand; a failed build is not retried on every `up`
         # (`make binaries` retries it) and leaves the cluster without DNS.
         binaries = self.cache.ensure(
@@ -408,6 +411,7 @@ class LocalProvider(Provider):
                 "run_dir": state.get("run_dir"),
                 **({"dns": dns} if dns else {}),
                 **({"fake_devices": devices} if devices else {}),
+                **({"draDrivers": state["dra_drivers"]} if state.get("dra_drivers") else {}),
                 # the reference and any implementation the run starts are processes on this machine
                 RUNNER_ADDRESS: LOOPBACK,
             },
@@ -456,5 +460,11 @@ class LocalProvider(Provider):
 
         dns = info.details.get("dns")
         made_by = f"kthena-conformance local provider, cluster '{info.name}'"
-        declared = Declared(self.injects, dns, made_by, RealNodes.from_details(info.details))
+        declared = Declared(
+            self.injects,
+            dns,
+            made_by,
+            RealNodes.from_details(info.details),
+            tuple(info.details.get("draDrivers") or ()),
+        )
         publish(client.CoreV1Api(api_client(info.kubeconfig, info.context)), declared)
