@@ -147,7 +147,7 @@ def test_the_suite_catches_a_broken_variant(fault: str, reference: bool, tmp_pat
             {"capabilities": ["MALFORMED"]}, "deviceClasses: list should have at least 1 item", id="malformed"
         ),
         pytest.param({"fake_devices": False}, "the Accelerators profile certifies a DRA driver", id="no-file"),
-        pytest.param({"capabilities": ["NVIDIA"]}, "cannot run on the embedded (local) cluster", id="real-driver"),
+        pytest.param({"capabilities": ["NVIDIA"]}, "is not installed on the cluster a run makes", id="real-driver"),
         pytest.param({"fake_device_faults": ["melt"]}, "unknown fault(s) melt", id="unknown-fault"),
     ],
 )
