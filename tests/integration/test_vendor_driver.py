@@ -26,14 +26,17 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes import client
 
 from conformance.cluster.binaries import BinaryCache
+from conformance.cluster.kube import api_client
 from conformance.cluster.realnode import fleet, host
 from conformance.cluster.versions import PINNED
+from conformance.framework.waits import wait_for
 from conformance.runner import fake_capability_files
 
 from .conftest import isolated_cache
-from .real_nodes import require_binaries, require_host, snapshot
+from .real_nodes import pod, require_binaries, require_host, running, snapshot
 
 pytestmark = [pytest.mark.serial, pytest.mark.slow]
 
@@ -134,6 +137,18 @@ def test_a_vendor_driver_on_a_real_node_is_certified_by_the_documented_recipe(
             DRIVER, str(executable), sha256, ["real-0"]
         )  # fmt: skip
         assert "dra_drivers_registered" in status["timings"], status["timings"]
+        # A Pod on the real node reaches the API server through its in-cluster address, as a driver's
+        # DaemonSet Pod would (the kubernetes Service routed to the loopback API server).
+        core = client.CoreV1Api(api_client(Path(kubeconfig)))
+        reach = "busybox nc -z -w 5 $KUBERNETES_SERVICE_HOST $KUBERNETES_SERVICE_PORT && echo reached"
+        running(core, "default", pod("in-cluster", "real-0", command=["sh", "-c", f"{reach}; sleep 3600"]))
+        logs = wait_for(
+            "the Pod on real-0 to connect to the kubernetes Service",
+            lambda: core.read_namespaced_pod_log("in-cluster", "default"),
+            until=lambda text: "reached" in text,
+            timeout=30,
+        )
+        assert "reached" in logs
 
         started = time.monotonic()
         ids = [arg for i in IDS for arg in ("--id", i)]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import ipaddress
 import json
 import os
 import select
@@ -53,6 +54,7 @@ from .components import (
     COREDNS_RBAC,
     COREDNS_USER,
     FAKE_DEVICES_USER,
+    SERVICE_CIDR,
     Component,
     KubeletPluginSite,
     Ports,
@@ -331,7 +333,8 @@ class Supervisor:
             "progress", message="checking the host and preparing real nodes: " + ", ".join(r.name for r in requests)
         )
         self.fleet = Fleet(self.layout.root, self.bin_dir, self.layout.logs)
-        return self.fleet.prepare(requests, server=f"https://127.0.0.1:{ports.apiserver}")
+        service_ip = str(ipaddress.ip_network(SERVICE_CIDR)[1])  # default/kubernetes: Pods' in-cluster config
+        return self.fleet.prepare(requests, server=f"https://127.0.0.1:{ports.apiserver}", service_ip=service_ip)
 
     def start_real_nodes(self) -> None:
         """containerd and a kubelet per real node; their Nodes register themselves and join the Ready

@@ -189,6 +189,23 @@ class RealNode:
             if done.returncode != 0:
                 raise HarnessError(f"real node {self.name}: {' '.join(argv)} failed: {done.stderr.strip()}")
 
+    def route_api_server(self, service_ip: str) -> None:
+        """Pods on this node reach the API server at the ``kubernetes`` Service's address
+        (:func:`.config.api_server_route`); idempotent (a rule already there is not added twice)."""
+        try:
+            cfg.route_localnet_path(self.net).write_text("1\n")
+        except OSError as exc:
+            raise HarnessError(
+                f"real node {self.name}: cannot set route_localnet on {self.net.bridge}: {exc}"
+            ) from None
+        for argv in cfg.api_server_route(self.net, service_ip, self.server):
+            check = [*argv[:4], "-C", *argv[5:]]
+            if subprocess.run(check, capture_output=True, timeout=30, check=False).returncode == 0:
+                continue
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+            if done.returncode != 0:
+                raise HarnessError(f"real node {self.name}: {' '.join(argv)} failed: {done.stderr.strip()}")
+
     def start_kubelet(self) -> None:
         self.make_bridge()  # idempotent: made earlier when CoreDNS had to listen on it first
         self.make_cgroup_root()

@@ -91,7 +91,13 @@ CASES: list[tuple[str, Callable[[Faults], Any], Any, Callable[[Any], bool], tupl
         lambda got: len(got) == 2 and all("model" in subject for subject, _ in got),
         (),
     ),
-    ("device-class-missing", probe_device_classes, ["gpu.fake.kthena-conformance.io", "npu.fake.kthena-conformance.io"], lambda got: got == [], ()),
+    (
+        "device-class-missing",
+        probe_device_classes,
+        ["gpu.fake.kthena-conformance.io", "npu.fake.kthena-conformance.io"],
+        lambda got: got == [],
+        (),
+    ),
     (
         "device-class-first-device-only",
         probe_selectors,

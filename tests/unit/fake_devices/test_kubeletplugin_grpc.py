@@ -152,7 +152,10 @@ def test_prepare_and_unprepare(plugin: KubeletPlugin, channels: tuple[grpc.Chann
         pytest.param("missing", "uid-missing", "not found", id="claim-gone"),
         pytest.param("one", "uid-stale", "has uid uid-one", id="uid-mismatch"),
         pytest.param(
-            "elsewhere", "uid-elsewhere", "no device of driver gpu.fake.kthena-conformance.io allocated on node gpu-0", id="other-node"
+            "elsewhere",
+            "uid-elsewhere",
+            "no device of driver gpu.fake.kthena-conformance.io allocated on node gpu-0",
+            id="other-node",
         ),
         pytest.param("unallocated", "uid-unallocated", "no device", id="not-allocated"),
         pytest.param("api-down", "uid-x", "unreachable", id="api-error"),

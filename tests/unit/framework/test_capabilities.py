@@ -88,7 +88,11 @@ DELETE = object()
 
 def test_valid_file(tmp_path: Path) -> None:
     caps = load_capabilities(write(tmp_path, VALID))
-    assert (caps.vendor, caps.driver, caps.driver_version) == ("Example Corp", "gpu.fake.kthena-conformance.io", "1.0.0")
+    assert (caps.vendor, caps.driver, caps.driver_version) == (
+        "Example Corp",
+        "gpu.fake.kthena-conformance.io",
+        "1.0.0",
+    )
     (cls,) = caps.device_classes
     assert cls.nodes.fewest_devices == 4 and cls.claims.max_devices_per_claim == 2
     assert [a.name for a in cls.attributes] == ["model", "index", "driverVersion", "memory"]
@@ -106,7 +110,9 @@ def test_valid_file(tmp_path: Path) -> None:
         pytest.param("deviceClasses.0.attributes", [], id="no-attributes"),
         pytest.param("deviceClasses.0.deviceNamePattern", "^gpu-[0-9]+$", id="name-pattern"),
         pytest.param(
-            "deviceClasses.0.attributes.0", {"name": "gpu.fake.kthena-conformance.io/model", "type": "string"}, id="qualified"
+            "deviceClasses.0.attributes.0",
+            {"name": "gpu.fake.kthena-conformance.io/model", "type": "string"},
+            id="qualified",
         ),
         pytest.param(
             "deviceClasses.0.attributes.0", {"name": "brand", "type": "string", "equals": "X"}, id="equals-string"
@@ -508,7 +514,12 @@ def test_device_checks_find_each_problem_at_its_level(tmp_path: Path) -> None:
         "DeviceClass gpu.fake.kthena-conformance.io",
         "2 node(s) match the selector gpu.fake.kthena-conformance.io/device-count=4; at least 3 declared",
     ) in found
-    assert ("MUST", "nodes", "node gpu-1", "publishes no ResourceSlice of driver gpu.fake.kthena-conformance.io") in found
+    assert (
+        "MUST",
+        "nodes",
+        "node gpu-1",
+        "publishes no ResourceSlice of driver gpu.fake.kthena-conformance.io",
+    ) in found
     assert any(f[2] == "node gpu-0" and "publishes 3 device(s)" in f[3] and "devicesPerNode 4" in f[3] for f in found)
     assert any(
         f[:3] == ("SHOULD", "attributes", "attribute colour of DeviceClass gpu.fake.kthena-conformance.io")
@@ -516,7 +527,8 @@ def test_device_checks_find_each_problem_at_its_level(tmp_path: Path) -> None:
         for f in found
     )
     assert any(
-        f[:3] == ("MUST", "attributes", "attribute uuid of DeviceClass gpu.fake.kthena-conformance.io") and "is 'gpu-" in f[3]
+        f[:3] == ("MUST", "attributes", "attribute uuid of DeviceClass gpu.fake.kthena-conformance.io")
+        and "is 'gpu-" in f[3]
         for f in found
     )
     assert (
@@ -636,7 +648,10 @@ def test_cli_check(tmp_path: Path) -> None:
     runner = CliRunner()
     ok = runner.invoke(main, ["capabilities", "check", str(SHIPPED / "gpu.yaml"), str(SHIPPED / "npu.yaml")])
     assert ok.exit_code == 0, ok.output
-    assert "valid: driver gpu.fake.kthena-conformance.io" in ok.output and "valid: driver npu.fake.kthena-conformance.io" in ok.output
+    assert (
+        "valid: driver gpu.fake.kthena-conformance.io" in ok.output
+        and "valid: driver npu.fake.kthena-conformance.io" in ok.output
+    )
     bad = write(tmp_path, changed("deviceClasses.0.nodes.devicesPerNode", -1))
     result = runner.invoke(main, ["capabilities", "check", str(bad)])
     assert result.exit_code == 1
@@ -676,7 +691,10 @@ def test_the_report_records_the_drivers_and_verify_requires_them(tmp_path: Path)
 
     (good, _) = write(accelerators_report(True), tmp_path / "good")
     assert verify(good, catalog=[]) == []
-    assert yaml.safe_load(good.read_text())["accelerators"]["capabilities"][0]["driver"] == "gpu.fake.kthena-conformance.io"
+    assert (
+        yaml.safe_load(good.read_text())["accelerators"]["capabilities"][0]["driver"]
+        == "gpu.fake.kthena-conformance.io"
+    )
     (bad, _) = write(accelerators_report(False), tmp_path / "bad")
     assert verify(bad, catalog=[]) == [
         "1 Accelerators test(s) ran but the report names no driver and capability file (accelerators.capabilities)"
