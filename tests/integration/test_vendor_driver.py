@@ -29,8 +29,9 @@ import yaml
 from kubernetes import client
 
 from conformance.cluster.binaries import BinaryCache
+from conformance.cluster.existing import ExistingProvider
 from conformance.cluster.kube import api_client
-from conformance.cluster.realnode import fleet, host
+from conformance.cluster.realnode import fleet, host, images
 from conformance.cluster.versions import PINNED
 from conformance.framework.waits import wait_for
 from conformance.runner import fake_capability_files
@@ -44,6 +45,8 @@ CLI = [sys.executable, "-m", "conformance.cli"]
 DRIVER = "gpu.vendor-test.kthena-conformance.io"  # not the fakes' domain: the harness cannot tell it from a vendor's
 NODE_LABEL = "vendor-test.kthena-conformance.io/gpu"
 CLUSTER = "vendor"
+IMAGE = "vendor.example/gpu-kubelet-plugin:1.0"  # a stand-in image: loaded, declared, run; not a driver
+IMAGE_DRIVER = "gpu.image-test.kthena-conformance.io"
 IDS = [
     "accelerators/device-class/exists",
     "accelerators/resource-slices/device-count",
@@ -137,11 +140,24 @@ def test_a_vendor_driver_on_a_real_node_is_certified_by_the_documented_recipe(
             DRIVER, str(executable), sha256, ["real-0"]
         )  # fmt: skip
         assert "dra_drivers_registered" in status["timings"], status["timings"]
-        # A Pod on the real node reaches the API server through its in-cluster address, as a driver's
-        # DaemonSet Pod would (the kubernetes Service routed to the loopback API server).
+        # The image route's pieces: an image loaded into the real node's containerd (declared as a
+        # driver's build), and a Pod of it on the real node reaching the API server through its
+        # in-cluster address, as a driver's DaemonSet Pod would (no kube-proxy: the harness routes it).
+        archive = tmp_path / "driver-image.tar"
+        archive.write_bytes(images.build_archive(images.workload_image(images.read_busybox(), "driver"), [IMAGE]))
+        started = time.monotonic()
+        loaded = cli("cluster", "load-image", "--name", CLUSTER, "--driver", IMAGE_DRIVER, str(archive))
+        timings["cluster load-image"] = time.monotonic() - started
+        assert loaded.returncode == 0 and f"real-0: {IMAGE}@sha256:" in loaded.stderr, loaded.stderr
+        declared = ExistingProvider(kubeconfig=kubeconfig).info("vendor").details["draDrivers"]
+        assert [(d["name"], d.get("image"), d.get("digest", "")[:7]) for d in declared] == [
+            (DRIVER, None, ""),
+            (IMAGE_DRIVER, IMAGE, "sha256:"),
+        ], declared
         core = client.CoreV1Api(api_client(Path(kubeconfig)))
         reach = "busybox nc -z -w 5 $KUBERNETES_SERVICE_HOST $KUBERNETES_SERVICE_PORT && echo reached"
-        running(core, "default", pod("in-cluster", "real-0", command=["sh", "-c", f"{reach}; sleep 3600"]))
+        body = pod("in-cluster", "real-0", IMAGE, command=["sh", "-c", f"{reach}; sleep 3600"])
+        running(core, "default", body)
         logs = wait_for(
             "the Pod on real-0 to connect to the kubernetes Service",
             lambda: core.read_namespaced_pod_log("in-cluster", "default"),
