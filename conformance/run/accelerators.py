@@ -263,6 +263,30 @@ def published_drivers(kubeconfig: Path, context: str | None) -> set[str]:
     return {str((item.get("spec") or {}).get("driver")) for item in items}
 
 
+# How long a run waits for every certified driver's first ResourceSlice after the cluster is up (a
+# driver deployed with the cluster may still be starting; the embedded cluster's are there already).
+DRIVER_PUBLISH_WAIT = float(os.environ.get("KTHENA_DRIVER_PUBLISH_WAIT", "60"))
+
+
+def drivers_absent(capabilities: Sequence[Any], info: Any, progress: Any) -> list[str]:
+    """:func:`uninstalled`'s lines once :data:`DRIVER_PUBLISH_WAIT` has passed without every
+    driver publishing (empty as soon as each has a slice)."""
+    from ..framework.waits import WaitTimeout, wait_for
+
+    def missing() -> list[str]:
+        return uninstalled(capabilities, published_drivers(info.kubeconfig, info.context))
+
+    first = missing()
+    if not first:
+        return []
+    progress(f"waiting up to {DRIVER_PUBLISH_WAIT:g}s for the drivers' ResourceSlices: " + "; ".join(first))
+    try:
+        wait_for("every certified driver's ResourceSlices", missing, until=lambda m: not m, timeout=DRIVER_PUBLISH_WAIT)
+    except WaitTimeout:
+        return missing()
+    return []
+
+
 # Label on the embedded cluster's device node pools (as `cluster up --gpu-nodes` sets it).
 ACCELERATOR_LABEL = "conformance.kthena.io/accelerator"
 FAKE_POOL_NODES = 2

@@ -58,11 +58,10 @@ from .accelerators import (
     AcceleratorPlan,
     certified_drivers,
     device_pools,
+    drivers_absent,
     fake_build,
     fake_device_faults,
     load_accelerators,
-    published_drivers,
-    uninstalled,
 )
 from .deploy import deploy_command, deploy_reference
 from .launch import SETTLE_SECONDS, Launch, LaunchError, crds_of
@@ -220,7 +219,7 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
             data["accelerators"]["drivers"] = certified_drivers(
                 capabilities, info.details.get("draDrivers") or [], fake_build()
             )
-            absent = uninstalled(capabilities, published_drivers(info.kubeconfig, info.context))
+            absent = drivers_absent(capabilities, info, progress)
             if absent:
                 data["error"] = {"message": "; ".join(absent), "hint": "docs/accelerators.md says how to install one"}
                 result.exit_code = EXIT_CLUSTER

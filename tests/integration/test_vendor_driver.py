@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -70,8 +71,10 @@ def isolated(tmp_path: Path, bin_dir: Path, monkeypatch: pytest.MonkeyPatch) -> 
     yield from isolated_cache(tmp_path, bin_dir, monkeypatch)
 
 
-def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, check=False)
+def cli(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=timeout, check=False, env={**os.environ, **(env or {})}
+    )
 
 
 def capability_file(path: Path, driver: str) -> Path:
@@ -204,6 +207,7 @@ def test_a_vendor_driver_on_a_real_node_is_certified_by_the_documented_recipe(
         refused = cli(
             "run", "--provider", "existing", "--kubeconfig", kubeconfig, "--implementation", "reference",
             "--capabilities", str(absent), "--profile", "Accelerators", "--report-dir", str(tmp_path / "absent"),
+            env={"KTHENA_DRIVER_PUBLISH_WAIT": "3"},  # how long a run waits for a driver's first slice
         )  # fmt: skip
         timings["run refused (driver not installed)"] = time.monotonic() - started
         error = json.loads((tmp_path / "absent" / "conformance-report.json").read_text())["error"]["message"]
