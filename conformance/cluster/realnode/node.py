@@ -170,7 +170,8 @@ class RealNode:
             except OSError as exc:
                 raise HarnessError(
                     f"real node {self.name}: cannot create its cgroup {path}: {exc.strerror or exc}",
-                    "the cgroup hierarchy must be writable: see `kthena-conformance cluster preflight --real-nodes`",
+                    "the cgroup hierarchy must be writable (as root: mount -o remount,rw "
+                    f"{hierarchy}); `cluster up` checks that first, so it changed while the node started",
                 ) from None
 
     def make_bridge(self) -> None:
