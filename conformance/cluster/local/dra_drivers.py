@@ -130,17 +130,18 @@ def resolve_program(driver: DraDriver, path_env: str | None = None) -> Path:
                 f"dra_drivers ({driver.name}).command[0]: {word} is not an executable file",
                 "build the driver's kubelet plugin first, and give its path",
             )
-        return found.resolve()
+        return found.absolute()  # not resolved: a symlink may matter to the program (a virtualenv's python)
     which = shutil.which(word, path=path_env if path_env is not None else os.environ.get("PATH"))
     if which is None:
         raise HarnessError(
             f"dra_drivers ({driver.name}).command[0]: {word} is not on PATH", "give the plugin's path, or fix PATH"
         )
-    return Path(which).resolve()
+    return Path(which).absolute()
 
 
 def executable_record(path: Path) -> dict[str, Any]:
-    """What a report says about a certified executable: its path, size and SHA-256."""
+    """What a report says about a certified executable: its path, size and SHA-256 (of the file a
+    symlink points to)."""
     digest = hashlib.sha256()
     with path.open("rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):

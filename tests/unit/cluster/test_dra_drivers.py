@@ -175,6 +175,10 @@ def test_the_program_is_resolved_and_its_build_recorded(tmp_path: Path) -> None:
         "size": 17,
         "sha256": hashlib.sha256(b"#!/bin/sh\nexit 0\n").hexdigest(),
     }
+    link = tmp_path / "python3"  # a virtualenv's python: runs as the link, the venv found through it
+    link.symlink_to(program)
+    assert dra_drivers.resolve_program(DraDriver(name=VENDOR, command=[str(link)])) == link
+    assert dra_drivers.executable_record(link)["sha256"] == record["sha256"]
     (tmp_path / "data").write_text("x")
     for command, reason in (
         ([str(tmp_path / "absent")], "is not an executable file"),
