@@ -1,6 +1,6 @@
 """``make bench``: schedule a 32-Pod ModelServing with one GPU per Pod across 8 GPU nodes x 4 GPUs.
 
-On one embedded cluster (8 kwok nodes labelled ``gpu.example.com/device-count: "4"``, the fake
+On one embedded cluster (8 kwok nodes labelled ``gpu.fake.kthena-conformance.io/device-count: "4"``, the fake
 GPU driver publishing one ResourceSlice pool per node, plus 2 plain nodes) with the reference
 controller running as in the suite, a ModelServing of 32 ServingGroups, each a single entry Pod
 that claims one GPU through a ResourceClaimTemplate, is created. It prints:

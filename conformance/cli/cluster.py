@@ -224,6 +224,31 @@ def cluster_restart_component(name: str, component: str) -> None:
     click.echo(f"{component} of cluster '{name}' restarted ({time.monotonic() - started:.1f}s)", err=True)
 
 
+@cluster.command("load-image")
+@click.option("--name", default="kthena", show_default=True, help="cluster name")
+@click.option(
+    "--driver",
+    default=None,
+    help="declare the image as this DRA driver's build (the Accelerators report names its reference and digest)",
+)
+@click.argument("archive", type=click.Path(dir_okay=False, path_type=Path))
+def cluster_load_image(name: str, driver: str | None, archive: Path) -> None:
+    """Import an image tar (docker save's, or OCI) into every real node's containerd of a local
+    cluster, so Pods there run it without a registry (imagePullPolicy IfNotPresent or Never)."""
+    from ..cluster.local.provider import LocalProvider
+
+    try:
+        started = time.monotonic()
+        loaded = LocalProvider().load_image(name, archive, driver=driver)
+    except HarnessError as exc:
+        _fail(exc)
+        return
+    for node, images in loaded.items():
+        shown = ", ".join(f"{ref}@{digest}" for ref, digest in sorted(images.items())) or "nothing new"
+        click.echo(f"{node}: {shown}", err=True)
+    click.echo(f"loaded into {len(loaded)} real node(s) in {time.monotonic() - started:.1f}s", err=True)
+
+
 @cluster.command("sweep")
 def cluster_sweep() -> None:
     """Remove leftovers of local clusters whose supervisor was killed."""

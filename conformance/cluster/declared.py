@@ -89,6 +89,9 @@ class Declared:
     dns: str | None
     made_by: str
     real_nodes: RealNodes | None = None
+    # DRA drivers whoever made the cluster installed: each {"name", "installedBy", and what identifies
+    # the build: "executable" and "sha256", or "image" and "digest"}, for the Accelerators report.
+    drivers: tuple[Mapping[str, Any], ...] = ()
 
 
 def record(declared: Declared) -> dict[str, Any]:
@@ -101,6 +104,8 @@ def record(declared: Declared) -> dict[str, Any]:
         data["realNodes.images"] = _joined(declared.real_nodes.images)
         if declared.real_nodes.tolerations:
             data["realNodes.tolerations"] = json.dumps([dict(t) for t in declared.real_nodes.tolerations])
+    if declared.drivers:
+        data["draDrivers"] = json.dumps([dict(d) for d in declared.drivers])
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -127,7 +132,12 @@ def parse(data: dict[str, str] | None) -> Declared | None:
         tolerations = ()
     selector = _pairs(data.get("realNodes.selector") or "")
     real = RealNodes(selector, images, tolerations) if images.get("v1") else None
-    return Declared(faults, data.get("dns") or None, data.get("madeBy", "unknown"), real)
+    try:
+        listed = json.loads(data.get("draDrivers") or "[]")
+        drivers = tuple(d for d in listed if isinstance(d, dict) and isinstance(d.get("name"), str))
+    except (ValueError, TypeError):
+        drivers = ()
+    return Declared(faults, data.get("dns") or None, data.get("madeBy", "unknown"), real, drivers)
 
 
 def publish(api: Any, declared: Declared) -> None:

@@ -146,6 +146,8 @@ class ExistingProvider(Provider):
                 details["dns"] = declared.dns
             if declared.real_nodes is not None:
                 details["realNodes"] = declared.real_nodes.as_details()
+            if declared.drivers:
+                details["draDrivers"] = [dict(d) for d in declared.drivers]
         return ClusterInfo(
             provider=self.name,
             name=self.context_name() or name,

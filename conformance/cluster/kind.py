@@ -59,8 +59,8 @@ DEFAULT_SPEC = ClusterSpec(
     name="kthena",
     node_pools=[
         NodePool(name="worker", count=1),
-        NodePool(name="gpu", count=1, labels={GPU_LABEL: "gpu", "gpu.example.com/device-count": "4"}),
-        NodePool(name="npu", count=1, labels={GPU_LABEL: "npu", "npu.example.com/device-count": "8"}),
+        NodePool(name="gpu", count=1, labels={GPU_LABEL: "gpu", "gpu.fake.kthena-conformance.io/device-count": "4"}),
+        NodePool(name="npu", count=1, labels={GPU_LABEL: "npu", "npu.fake.kthena-conformance.io/device-count": "8"}),
     ],
 )
 

@@ -96,6 +96,56 @@ class NodePool(BaseModel):
         return [f"{self.name}-{i}" for i in range(self.count)]
 
 
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+FAKE_DRIVER_DOMAIN = "fake.kthena-conformance.io"  # fake_devices.drivers.FAKE_DOMAIN (the fakes' own switch)
+
+
+class DraDriver(BaseModel):
+    """A vendor's DRA driver run on the real nodes the way its kubelet plugin runs on a node: the
+    local provider runs ``command`` once per real node of ``pools`` (every real pool when empty)
+    with ``NODE_NAME``, ``KUBECONFIG`` (the cluster's admin kubeconfig), the kubelet's plugin and
+    registration directories and the node's CDI directory in its environment
+    (:func:`.local.components.driver_environment`), after creating the objects in ``manifests``
+    (DeviceClasses, RBAC: YAML files, several documents each), and waits until each node's kubelet
+    has registered a plugin named ``name``. The fake drivers are not run this way (``fake_devices``
+    runs them): their domain is refused here, so a vendor's driver and a fake never share a name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    command: list[str] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    manifests: list[Path] = Field(default_factory=list)
+    pools: list[str] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_a_driver_name(cls, v: str) -> str:
+        if not DNS_SUBDOMAIN.match(v) or len(v) > 63:
+            raise ValueError(f"{v!r} is not a DRA driver name (a lowercase DNS subdomain of at most 63 characters)")
+        if v == FAKE_DRIVER_DOMAIN or v.endswith("." + FAKE_DRIVER_DOMAIN):
+            raise ValueError(
+                f"{v!r} is under {FAKE_DRIVER_DOMAIN}, the fake drivers' domain: the fakes run with fake_devices, "
+                "a vendor's driver under its own name"
+            )
+        return v
+
+    @field_validator("command")
+    @classmethod
+    def _command_has_a_program(cls, v: list[str]) -> list[str]:
+        if not v[0].strip():
+            raise ValueError("the first word (the program) is empty")
+        return v
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
+        for key in v:
+            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+                raise ValueError(f"{key!r} is not an environment variable name")
+        return v
+
+
 class ClusterSpec(BaseModel):
     """The cluster to provision."""
 
@@ -107,8 +157,8 @@ class ClusterSpec(BaseModel):
     # kube-scheduler profiles besides default-scheduler; ModelServing defaults to "volcano".
     extra_scheduler_names: list[str] = Field(default_factory=lambda: ["volcano"])
     # Run the fake DRA drivers (fake-devices/) whose device-count label some node pool carries
-    # (``gpu.example.com/device-count``, ``npu.example.com/device-count``): their DeviceClasses
-    # and ResourceSlice publishers. Only the local provider runs them; kind uses their DaemonSets.
+    # (``gpu.fake.kthena-conformance.io/device-count``, ``npu.fake.kthena-conformance.io/device-count``):
+    # their DeviceClasses and ResourceSlice publishers. Only the local provider runs them; kind uses their DaemonSets.
     fake_devices: bool = True
     # CustomResourceDefinitions to install while the cluster starts. The local provider creates
     # them, Established, before kube-controller-manager starts, so its garbage collector knows
@@ -116,6 +166,41 @@ class ClusterSpec(BaseModel):
     # until then a deleted owner's dependents stay). Other providers ignore them: there the
     # implementation's own installation creates its CRDs.
     crds: list[dict[str, Any]] = Field(default_factory=list)
+    # Vendors' DRA drivers, each run per real node by the local provider (see DraDriver).
+    dra_drivers: list[DraDriver] = Field(default_factory=list)
+
+    @field_validator("dra_drivers")
+    @classmethod
+    def _drivers_named_once(cls, v: list[DraDriver]) -> list[DraDriver]:
+        names = [d.name for d in v]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"each driver once, repeated: {', '.join(dupes)}")
+        return v
+
+    def driver_problems(self) -> list[str]:
+        """Why the ``dra_drivers`` cannot run on this spec's nodes, one line each (empty: they can).
+        Checked when the cluster starts, not on load: ``cluster up --real-nodes N`` adds the real
+        pool to a spec file after it is read."""
+        real = {p.name for p in self.real_pools()}
+        problems = []
+        for i, driver in enumerate(self.dra_drivers):
+            unknown = [p for p in driver.pools if p not in real]
+            if not real:
+                problems.append(
+                    f"dra_drivers[{i}] ({driver.name}) needs real nodes: add a node pool of kind real "
+                    "(or cluster up --real-nodes N); kwok nodes run no kubelet plugin"
+                )
+            elif unknown:
+                problems.append(
+                    f"dra_drivers[{i}].pools: {', '.join(unknown)}: no pool of kind real with nodes has that name "
+                    f"(real pools: {', '.join(sorted(real))})"
+                )
+        return problems
+
+    def driver_nodes(self, driver: DraDriver) -> list[str]:
+        """The real nodes ``driver`` runs on."""
+        return [n for p in self.real_pools() if not driver.pools or p.name in driver.pools for n in p.node_names()]
 
     @field_validator("crds")
     @classmethod
@@ -206,7 +291,16 @@ class ClusterSpec(BaseModel):
             raise BadInput(
                 f"cluster config {path} is not valid YAML: {yamlio.problem(exc)}", "fix the YAML syntax"
             ) from exc
-        return cls.parse(data or {}, source=str(path))
+        data = data or {}
+        if isinstance(data, dict) and isinstance(data.get("dra_drivers"), list):
+            # manifests are relative to the spec file, like the paths a user writes beside it
+            for driver in data["dra_drivers"]:
+                if isinstance(driver, dict) and isinstance(driver.get("manifests"), list):
+                    driver["manifests"] = [
+                        str(path.parent / m) if isinstance(m, str) and not Path(m).is_absolute() else m
+                        for m in driver["manifests"]
+                    ]
+        return cls.parse(data, source=str(path))
 
     @classmethod
     def parse(cls, data: object, *, source: str = "cluster spec") -> ClusterSpec:

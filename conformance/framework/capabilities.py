@@ -9,18 +9,18 @@ traceback)::
     apiVersion: conformance.kthena.io/capabilities/v1
     kind: AcceleratorCapabilities
     vendor: Example Corp                 # required
-    driver: gpu.example.com              # required: the DRA driver name (ResourceSlice spec.driver)
+    driver: gpu.fake.kthena-conformance.io              # required: the DRA driver name (ResourceSlice spec.driver)
     driverVersion: "1.0.0"               # optional, recorded in the report
     url: https://example.com/driver      # optional
     contact: [dra@example.com]           # optional
     pods:                                # optional: how the suite's Pods look on this cluster
       image: registry.k8s.io/pause:3.10  #   (default; must run on a real node, ignored on kwok)
     deviceClasses:                       # at least one
-    - name: gpu.example.com              # the DeviceClass (must exist in the cluster)
+    - name: gpu.fake.kthena-conformance.io              # the DeviceClass (must exist in the cluster)
       level: MUST                        # MUST (default) or SHOULD: the level of every check below
       deviceNamePattern: "^gpu-[0-9]+$"  # optional: which of the driver's devices the class selects
       nodes:
-        selector: {gpu.example.com/device-count: "4"}   # the nodes that have these devices
+        selector: {gpu.fake.kthena-conformance.io/device-count: "4"}   # the nodes that have these devices
         devicesPerNode: 4                # exactly this many on every selected node, or
         # minDevicesPerNode: 1           # at least this many (exactly one of the two)
         minNodes: 1                      # at least this many nodes match (default 1)
@@ -44,7 +44,7 @@ for a literal one). Observable only in a running container, so checked on the cl
 Attributes are either typed (``type``: ``int``, ``bool``, ``string`` or ``version``, the
 ``resource.k8s.io/v1`` DeviceAttribute kinds) or ``capacity: true`` (a DeviceCapacity quantity).
 Constraints: ``equals`` (any kind), ``atLeast`` (int, version, capacity), ``pattern`` (a regular
-expression a string must match, searched). Names may be qualified (``gpu.example.com/model``);
+expression a string must match, searched). Names may be qualified (``gpu.fake.kthena-conformance.io/model``);
 qualified with the driver's own domain they equal the unqualified name, as in DRA.
 
 :func:`load_capabilities` reads and validates a file; :func:`check_device_classes` and
@@ -548,7 +548,7 @@ class Finding:
 
     level: Level
     check: Literal["device-class", "nodes", "attributes"]
-    subject: str  # what it is about: "DeviceClass gpu.example.com", "node gpu-0", ...
+    subject: str  # what it is about: "DeviceClass gpu.fake.kthena-conformance.io", "node gpu-0", ...
     message: str
 
     def __str__(self) -> str:

@@ -14,7 +14,8 @@ run, shards [{index, total, runId, cluster, preflight, ...}] of a merged report}
 (``Support.as_report()`` plus deployedBy/log), ``cluster``, ``preflight`` [{name, result, message}], ``profiles``,
 ``tests``, ``verdict``, ``error`` {message, hint}, ``notes``, ``exitCode``, ``accelerators``
 {capabilities [{file, sha256, vendor, driver, driverVersion, deviceClasses}], fakeDevices, faults,
-warnings} when the Accelerators profile had capability files, and ``coverage`` {specMap {file,
+warnings, drivers [{driver, fake, installedBy, version, executable, size, sha256, command, image, digest,
+nodes}]} when the Accelerators profile had capability files, and ``coverage`` {specMap {file,
 digest, statements}, scope, overall {must, should}, profiles [{profile, must, should}]} with each
 figure {total, asserted, explained, gaps}: how much of the spec map (:mod:`.specmap`) the suite
 asserts, for the profiles the run judged (optional: absent in older reports or when the spec map
@@ -209,6 +210,25 @@ class CapabilityFileInfo(_Model):
     device_classes: list[dict[str, str]] = Field(default_factory=list)
 
 
+class CertifiedDriver(_Model):
+    """Which build of a DRA driver the run certified: the fake drivers' package, an executable the
+    cluster declares it runs per real node (path, size, SHA-256), an image (reference, digest), or
+    a driver installed outside the harness that the cluster does not declare (``installedBy`` says
+    so; nothing identifies the build then)."""
+
+    driver: str
+    fake: bool
+    installed_by: str
+    version: str | None = None
+    executable: str | None = None
+    size: int | None = None
+    sha256: str | None = None
+    command: list[str] | None = None
+    image: str | None = None
+    digest: str | None = None
+    nodes: list[str] | None = None
+
+
 class AcceleratorsInfo(_Model):
     """The Accelerators profile's inputs: the drivers and their capability files, whether the
     harness ran the fake drivers (and any self-validation fault), and SHOULD-level warnings."""
@@ -220,6 +240,8 @@ class AcceleratorsInfo(_Model):
     chosen_by_default: bool | None = None
     faults: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    # What was certified, one entry per capability file's driver (optional: older reports lack it).
+    drivers: list[CertifiedDriver] | None = None
 
 
 class CoverageFigures(_Model):

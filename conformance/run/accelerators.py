@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -150,9 +150,10 @@ def load_accelerators(
         for caps in capabilities:
             if caps.driver not in fake:
                 raise CapabilityFileError(
-                    f"{caps.path}: driver {caps.driver!r} cannot run on the embedded (local) cluster, which runs only "
-                    f"the fake drivers ({', '.join(sorted(fake))}); certify it on a real cluster with --provider "
-                    "existing --kubeconfig FILE (or kind)"
+                    f"{caps.path}: driver {caps.driver!r} is not installed on the cluster a run makes, which runs "
+                    f"only the fake drivers ({', '.join(sorted(fake))}); run your driver on real nodes "
+                    "(`cluster up --config SPEC` with dra_drivers, then --provider existing --kubeconfig FILE: "
+                    "docs/accelerators.md) or certify it on your own cluster with --provider existing"
                 )
     elif options.fake_device_faults:
         raise CapabilityFileError(
@@ -165,13 +166,125 @@ def load_accelerators(
     if capabilities:
         data["accelerators"] = {
             "capabilities": [c.as_report() for c in capabilities],
-            "fakeDevices": options.provider_name == "local" or bool(options.fake_devices) or plan.by_default,
+            "fakeDevices": any(c.driver in fake for c in capabilities),
             "chosenByDefault": plan.by_default,
             "faults": sorted(set(options.fake_device_faults)),
             "warnings": [],
         }
     options = dataclasses.replace(options, capabilities=list(plan.files), profiles=list(plan.profiles))
     return capabilities, options, plan
+
+
+def fake_build() -> dict[str, str]:
+    """The fake drivers' build: the package's version and a SHA-256 over its files (sources and
+    capability files, in path order), what a report names when it certified a fake."""
+    import hashlib
+    from importlib import metadata
+
+    import fake_devices
+
+    root = Path(fake_devices.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".py", ".yaml")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    try:
+        version = metadata.version("kthena-conformance")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return {"version": f"fake_devices (kthena-conformance {version})", "sha256": digest.hexdigest()}
+
+
+def certified_drivers(
+    capabilities: Sequence[Any], declared: Sequence[Mapping[str, Any]], fake: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """What the run certifies for each capability file's driver. Pure.
+
+    A fake driver's name is the fakes' (``*.fake.kthena-conformance.io``), run by the harness:
+    ``fake`` is their build (:func:`fake_build`). Any other driver is the vendor's: the entry the
+    cluster declares for it (its executable and SHA-256, or its image and digest; cluster details
+    ``draDrivers``), or, when the cluster declares none, a line saying it was installed outside
+    the harness and nothing identifies its build."""
+    from fake_devices.drivers import DRIVERS
+
+    fakes = {shape.driver for shape in DRIVERS.values()}
+    by_name = {str(d.get("name")): d for d in declared}
+    out: list[dict[str, Any]] = []
+    for caps in capabilities:
+        if caps.driver in fakes:
+            out.append({"driver": caps.driver, "fake": True, "installedBy": "the harness (fake-devices)", **dict(fake)})
+            continue
+        entry = by_name.get(caps.driver)
+        if entry is None:
+            out.append(
+                {
+                    "driver": caps.driver,
+                    "fake": False,
+                    "installedBy": "outside the harness (the cluster declares no build of it)",
+                    **({"version": caps.driver_version} if caps.driver_version else {}),
+                }
+            )
+            continue
+        known = ("version", "executable", "size", "sha256", "command", "image", "digest", "nodes")
+        out.append(
+            {
+                "driver": caps.driver,
+                "fake": False,
+                "installedBy": str(entry.get("installedBy") or "the cluster's maker"),
+                **{k: entry[k] for k in known if entry.get(k) is not None},
+            }
+        )
+        if "version" not in out[-1] and caps.driver_version:
+            out[-1]["version"] = caps.driver_version
+    return out
+
+
+def uninstalled(capabilities: Sequence[Any], published: Collection[str]) -> list[str]:
+    """One line per capability file whose driver publishes no ResourceSlice in the cluster
+    (``published``: the ``spec.driver`` of every slice). Pure."""
+    return [
+        f"{caps.path}: driver {caps.driver} publishes no ResourceSlice in the cluster: it is not installed "
+        "(or has no devices); install it, or pass the capability file of the driver the cluster runs"
+        for caps in capabilities
+        if caps.driver not in published
+    ]
+
+
+def published_drivers(kubeconfig: Path, context: str | None) -> set[str]:
+    """The ``spec.driver`` of every ResourceSlice in the cluster."""
+    import json
+
+    from kubernetes import client
+
+    from ..cluster.kube import api_client
+
+    resource: Any = client.ResourceV1Api(api_client(kubeconfig, context))
+    resp = resource.list_resource_slice(_preload_content=False, _request_timeout=30)
+    items = json.loads(resp.data or b"{}").get("items") or []
+    return {str((item.get("spec") or {}).get("driver")) for item in items}
+
+
+# How long a run waits for every certified driver's first ResourceSlice after the cluster is up (a
+# driver deployed with the cluster may still be starting; the embedded cluster's are there already).
+DRIVER_PUBLISH_WAIT = float(os.environ.get("KTHENA_DRIVER_PUBLISH_WAIT", "60"))
+
+
+def drivers_absent(capabilities: Sequence[Any], info: Any, progress: Any) -> list[str]:
+    """:func:`uninstalled`'s lines once :data:`DRIVER_PUBLISH_WAIT` has passed without every
+    driver publishing (empty as soon as each has a slice)."""
+    from ..framework.waits import WaitTimeout, wait_for
+
+    def missing() -> list[str]:
+        return uninstalled(capabilities, published_drivers(info.kubeconfig, info.context))
+
+    first = missing()
+    if not first:
+        return []
+    progress(f"waiting up to {DRIVER_PUBLISH_WAIT:g}s for the drivers' ResourceSlices: " + "; ".join(first))
+    try:
+        wait_for("every certified driver's ResourceSlices", missing, until=lambda m: not m, timeout=DRIVER_PUBLISH_WAIT)
+    except WaitTimeout:
+        return missing()
+    return []
 
 
 # Label on the embedded cluster's device node pools (as `cluster up --gpu-nodes` sets it).

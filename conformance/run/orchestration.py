@@ -53,7 +53,14 @@ from ..cluster.provider import ClusterInfo, Progress, quiet
 from ..cluster.registry import get_provider
 from ..cluster.spec import ClusterSpec, NodePool
 from . import credentials
-from .accelerators import device_pools, fake_device_faults, load_accelerators
+from .accelerators import (
+    certified_drivers,
+    device_pools,
+    drivers_absent,
+    fake_build,
+    fake_device_faults,
+    load_accelerators,
+)
 from .checkpoint import Checkpoint
 from .deploy import deploy_command, deploy_reference
 from .finish import RunResult, _assemble, _clean, _finish, _sweep, internal_error, interrupted, options_wait
@@ -226,6 +233,15 @@ def run(options: RunOptions, progress: Progress = quiet) -> RunResult:
                 spec, progress=progress, owner_pid=options.cluster_owner_pid if options.keep_cluster else os.getpid()
             )
         data["cluster"] = info.as_report()
+        if capabilities:
+            data["accelerators"]["drivers"] = certified_drivers(
+                capabilities, info.details.get("draDrivers") or [], fake_build()
+            )
+            absent = drivers_absent(capabilities, info, progress)
+            if absent:
+                data["error"] = {"message": "; ".join(absent), "hint": "docs/accelerators.md says how to install one"}
+                result.exit_code = EXIT_CLUSTER
+                return result
         controller_log = options.controller_log
         if options.implementation == "reference":
             progress("deploying the reference controller (least-privilege token, webhook)")

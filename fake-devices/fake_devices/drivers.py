@@ -1,12 +1,16 @@
 """The two fake drivers as data: which devices a node has, and the DeviceClass that selects them.
 
-GPU (``gpu.example.com``), shaped like kubernetes-sigs/dra-example-driver: devices ``gpu-0`` ..
-``gpu-<N-1>`` with attributes ``index`` (int), ``uuid`` (``gpu-<uuid>``), ``model`` and
-``driverVersion`` (a semantic version), and capacity ``memory`` (80Gi).
+Both fakes publish under a domain this project owns (``*.fake.kthena-conformance.io``), a name no
+real driver uses, so a run can never certify a vendor's capability file (which names the vendor's
+driver) with a fake, nor a fake be mistaken for the driver it is shaped like.
 
-NPU (``npu.example.com``), shaped like the Ascend DRA driver (Project-HAMi/ascend-dra-driver, whose
-real driver name is ``ascend.project-hami.io``; a fake must not publish under a real vendor's
-name, so it mirrors the example driver's ``<kind>.example.com`` convention instead): devices
+GPU (``gpu.fake.kthena-conformance.io``), shaped like kubernetes-sigs/dra-example-driver (whose
+real name is ``gpu.example.com``): devices ``gpu-0`` .. ``gpu-<N-1>`` with attributes ``index``
+(int), ``uuid`` (``gpu-<uuid>``), ``model`` and ``driverVersion`` (a semantic version), and
+capacity ``memory`` (80Gi).
+
+NPU (``npu.fake.kthena-conformance.io``), shaped like the Ascend DRA driver
+(Project-HAMi/ascend-dra-driver, whose real driver name is ``ascend.project-hami.io``): devices
 ``npu-<i>-<j>`` where ``i`` is the chip's logical index and ``j`` the vNPU slot, always ``0`` here
 because the fake publishes whole chips only (the real driver's full-card mode). Attributes, with
 the real driver's unqualified names: ``index`` and ``physicalID`` (int), ``uuid``
@@ -14,8 +18,8 @@ the real driver's unqualified names: ``index`` and ``physicalID`` (int), ``uuid`
 ``brand`` (``Huawei``), ``type`` (``NPU``), ``cores`` (AI cores, int) and ``memory`` (GiB, int).
 
 A node serves a driver when it carries the driver's count label, ``<driver>/device-count``
-(``gpu.example.com/device-count: "4"``); the value is the number of devices (GPUs or NPU chips).
-:func:`parse_count` says what a value means; anything but a plain decimal integer from 0 to
+(``gpu.fake.kthena-conformance.io/device-count: "4"``); the value is the number of devices (GPUs or
+NPU chips). :func:`parse_count` says what a value means; anything but a plain decimal integer from 0 to
 :data:`MAX_DEVICES` is rejected (and the node publishes nothing).
 
 Everything here is pure and deterministic: the same node name and index always give the same
@@ -131,8 +135,14 @@ def npu_device(node: str, index: int) -> Device:
     }
 
 
-GPU = DriverShape(key="gpu", driver="gpu.example.com", cdi_class="gpu", env_prefix="GPU_DEVICE", make_device=gpu_device)
-NPU = DriverShape(key="npu", driver="npu.example.com", cdi_class="npu", env_prefix="NPU_DEVICE", make_device=npu_device)
+FAKE_DOMAIN = "fake.kthena-conformance.io"
+"""The domain of the fake drivers' names: owned by this project, used by no real driver."""
+GPU = DriverShape(
+    key="gpu", driver=f"gpu.{FAKE_DOMAIN}", cdi_class="gpu", env_prefix="GPU_DEVICE", make_device=gpu_device
+)
+NPU = DriverShape(
+    key="npu", driver=f"npu.{FAKE_DOMAIN}", cdi_class="npu", env_prefix="NPU_DEVICE", make_device=npu_device
+)
 DRIVERS: dict[str, DriverShape] = {GPU.key: GPU, NPU.key: NPU}
 
 

@@ -265,6 +265,41 @@ class KubeApi:
         ]
 
 
+class NodeApi(KubeApi):
+    """The calls of a publisher for one node only, as a real driver's kubelet plugin publishes its
+    own node's devices: the Node read by name and given ``count`` devices (a real driver finds its
+    devices on the node; this one is told how many, whatever the Node's labels say), and only this
+    driver's slices of that node listed (so other nodes' slices are never deleted)."""
+
+    def __init__(self, api_client: Any, shape: DriverShape, node: str, count: int, *, timeout: float = 30.0) -> None:
+        super().__init__(api_client, shape, timeout=timeout)
+        self.node = node
+        self.count = count
+
+    @property
+    def slice_selector(self) -> str:
+        return f"spec.driver={self.shape.driver},spec.nodeName={self.node}"
+
+    def list_nodes(self) -> list[Obj]:
+        resp = self.core.list_node(
+            field_selector=f"metadata.name={self.node}", _preload_content=False, _request_timeout=self.timeout
+        )
+        return [with_count(node, self.shape, self.count) for node in checked(resp).get("items") or []]
+
+    def watches(self) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
+        return [
+            ("nodes", self.core.list_node, {"field_selector": f"metadata.name={self.node}"}),
+            ("resourceslices", self.resource.list_resource_slice, {"field_selector": self.slice_selector}),
+        ]
+
+
+def with_count(node: Obj, shape: DriverShape, count: int) -> Obj:
+    """``node`` as the planner reads it when it has ``count`` devices of ``shape`` (pure)."""
+    meta = dict(node.get("metadata") or {})
+    meta["labels"] = {**(meta.get("labels") or {}), shape.count_label: str(count)}
+    return {**node, "metadata": meta}
+
+
 def _status(exc: BaseException) -> int | None:
     status = getattr(exc, "status", None)
     return status if isinstance(status, int) else None

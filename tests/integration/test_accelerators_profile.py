@@ -98,8 +98,8 @@ def test_the_suite_catches_a_driver_publishing_the_wrong_device_count(tmp_path: 
     found = outcomes(data)
     assert found["accelerators/resource-slices/device-count"] == "non-conformant", data["tests"]
     count = next(t for t in data["tests"] if t["id"] == "accelerators/resource-slices/device-count")
-    assert "publishes 3 device(s) of DeviceClass gpu.example.com" in count["message"], count["message"]
-    assert "publishes 7 device(s) of DeviceClass npu.example.com" in count["message"], count["message"]
+    assert "publishes 3 device(s) of DeviceClass gpu.fake.kthena-conformance.io" in count["message"], count["message"]
+    assert "publishes 7 device(s) of DeviceClass npu.fake.kthena-conformance.io" in count["message"], count["message"]
     assert found["accelerators/device-class/exists"] == "passed"
     assert found["accelerators/resource-slices/attributes"] == "passed"
     assert data["accelerators"]["faults"] == ["device-count-off-by-one"]
@@ -147,14 +147,14 @@ def test_the_suite_catches_a_broken_variant(fault: str, reference: bool, tmp_pat
             {"capabilities": ["MALFORMED"]}, "deviceClasses: list should have at least 1 item", id="malformed"
         ),
         pytest.param({"fake_devices": False}, "the Accelerators profile certifies a DRA driver", id="no-file"),
-        pytest.param({"capabilities": ["NVIDIA"]}, "cannot run on the embedded (local) cluster", id="real-driver"),
+        pytest.param({"capabilities": ["NVIDIA"]}, "is not installed on the cluster a run makes", id="real-driver"),
         pytest.param({"fake_device_faults": ["melt"]}, "unknown fault(s) melt", id="unknown-fault"),
     ],
 )
 def test_bad_input_is_refused_before_any_cluster(tmp_path: Path, options: dict[str, Any], message: str) -> None:
     files = {
         "MALFORMED": {"apiVersion": "conformance.kthena.io/capabilities/v1", "kind": "AcceleratorCapabilities",
-                      "vendor": "x", "driver": "gpu.example.com", "deviceClasses": []},
+                      "vendor": "x", "driver": "gpu.fake.kthena-conformance.io", "deviceClasses": []},
         "NVIDIA": {**yaml.safe_load(fake_capability_files()[0].read_text()), "driver": "gpu.nvidia.com"},
     }  # fmt: skip
     if "capabilities" in options:

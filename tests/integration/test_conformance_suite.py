@@ -126,7 +126,7 @@ def test_the_reference_controller_conforms_to_every_profile(cluster_name: str, t
     assert (report_dir / "index.html").is_file()
     # Accelerators on the fake drivers: both drivers and their shipped files, nodes shaped by them
     drivers = {c["driver"]: c for c in data["accelerators"]["capabilities"]}
-    assert set(drivers) == {"gpu.example.com", "npu.example.com"}
+    assert set(drivers) == {"gpu.fake.kthena-conformance.io", "npu.fake.kthena-conformance.io"}
     assert {Path(c["file"]).name for c in drivers.values()} == {"gpu.yaml", "npu.yaml"}
     assert all(c["sha256"] for c in drivers.values())
     assert data["accelerators"]["faults"] == [] and data["accelerators"]["warnings"] == []

@@ -159,7 +159,9 @@ def test_resource_claim_template_is_allocated_from_a_published_slice(
     api_client: Any, core: client.CoreV1Api, namespace: str
 ) -> None:
     resource = client.ResourceV1Api(api_client)
-    driver = f"{namespace}.gpu.example.com"  # unique per test: DeviceClasses and slices are cluster-scoped
+    driver = (
+        f"{namespace}.gpu.fake.kthena-conformance.io"  # unique per test: DeviceClasses and slices are cluster-scoped
+    )
     resource.create_device_class(
         {"metadata": {"name": driver}, "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{driver}'"}}]}}
     )

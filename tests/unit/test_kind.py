@@ -136,8 +136,8 @@ def test_rendered_config_round_trips() -> None:
 def test_default_spec_layout() -> None:
     labels = [n.get("labels", {}) for n in kind_config(DEFAULT_SPEC)["nodes"][1:]]
     assert [lbl["conformance.kthena.io/pool"] for lbl in labels] == ["worker", "gpu", "npu"]
-    assert labels[1]["gpu.example.com/device-count"] == "4"
-    assert labels[2]["npu.example.com/device-count"] == "8"
+    assert labels[1]["gpu.fake.kthena-conformance.io/device-count"] == "4"
+    assert labels[2]["npu.fake.kthena-conformance.io/device-count"] == "8"
 
 
 # -- argv -----------------------------------------------------------------------------------------

@@ -506,8 +506,13 @@ def test_real_pools_may_carry_devices() -> None:
     spec = ClusterSpec.parse(
         {
             "node_pools": [
-                {"name": "gpu", "kind": "real", "count": 1, "labels": {"gpu.example.com/device-count": "2"}},
-                {"name": "npu", "count": 1, "labels": {"npu.example.com/device-count": "8"}},
+                {
+                    "name": "gpu",
+                    "kind": "real",
+                    "count": 1,
+                    "labels": {"gpu.fake.kthena-conformance.io/device-count": "2"},
+                },
+                {"name": "npu", "count": 1, "labels": {"npu.fake.kthena-conformance.io/device-count": "8"}},
             ]
         }
     )

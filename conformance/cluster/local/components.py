@@ -117,6 +117,8 @@ class Component:
     health_url: str | None = None
     # Components whose readiness this one waits for before it is started.
     after: tuple[str, ...] = field(default=())
+    # Variables set over the supervisor's environment (name, value), for a vendor's driver.
+    env: tuple[tuple[str, str], ...] = field(default=())
 
 
 def kubeconfig_yaml(server: str, ca: Path, cert: Path, key: Path, *, context: str) -> str:

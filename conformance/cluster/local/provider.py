@@ -10,6 +10,7 @@ SIGKILLed) are swept on every ``up`` and by ``cluster sweep``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -34,6 +35,7 @@ from ..runner_address import DETAILS_KEY as RUNNER_ADDRESS
 from ..runner_address import LOOPBACK
 from ..spec import ClusterSpec
 from ..versions import COREDNS, PINNED
+from . import dra_drivers
 from .components import RunLayout
 from .processes import log_tail, pid_alive
 
@@ -182,6 +184,8 @@ class LocalProvider(Provider):
             )
         if spec.real_pools():
             preflight.require_usable()  # before any build or process: a host without them fails at once
+        if spec.dra_drivers:
+            dra_drivers.check_drivers(spec)  # a missing program or manifest fails before anything starts
         # Optional CoreDNS: built once on demand; a failed build is not retried on every `up`
         # (`make binaries` retries it) and leaves the cluster without DNS.
         binaries = self.cache.ensure(
@@ -432,10 +436,85 @@ class LocalProvider(Provider):
                 "run_dir": state.get("run_dir"),
                 **({"dns": dns} if dns else {}),
                 **({"fake_devices": devices} if devices else {}),
+                **({"draDrivers": state["dra_drivers"]} if state.get("dra_drivers") else {}),
                 # the reference and any implementation the run starts are processes on this machine
                 RUNNER_ADDRESS: LOOPBACK,
             },
         )
+
+    def load_image(self, name: str, archive: Path, *, driver: str | None = None) -> dict[str, dict[str, str]]:
+        """Import ``archive`` (a docker-archive or OCI tar, e.g. ``docker save``'s) into every real
+        node's containerd, so Pods there run it without a registry (pull policy IfNotPresent or
+        Never); returns node -> {reference: digest} of the images it holds. With ``driver`` the
+        cluster also declares the image as that DRA driver's build (``draDrivers``: reference and
+        digest), which an Accelerators report then names."""
+        from ..realnode.fleet import nodes_root
+        from ..realnode.images import parse_ctr_images
+
+        layout = self.layout(name)
+        state = self.status(name)
+        if not state or not state.get("live"):
+            raise HarnessError(f"no running local cluster named '{name}'", "start it with `cluster up`")
+        nodes = list(state.get("real_nodes") or [])
+        if not nodes:
+            raise HarnessError(
+                f"cluster '{name}' has no real nodes: nothing runs images there",
+                "bring it up with real nodes (cluster up --real-nodes N)",
+            )
+        if not archive.is_file():
+            raise HarnessError(f"{archive}: no such file", "give the image's tar (docker save IMAGE -o FILE)")
+        ctr = Path(state["bin_dir"]) / "ctr"
+        root = nodes_root(layout.root)
+        loaded: dict[str, dict[str, str]] = {}
+        for node in nodes:
+            base = [str(ctr), "--address", str(root / node / "containerd" / "containerd.sock"), "-n", "k8s.io"]
+
+            def ctr_run(*args: str, node: str = node, base: list[str] = base) -> str:
+                done = subprocess.run([*base, *args], capture_output=True, text=True, timeout=600, check=False)
+                if done.returncode != 0:
+                    raise HarnessError(
+                        f"real node {node}: ctr {' '.join(args)} failed: {done.stderr.strip()[-500:]}",
+                        "give a docker-archive or OCI image tar for this host's architecture",
+                    )
+                return done.stdout
+
+            before = parse_ctr_images(ctr_run("images", "ls"))
+            ctr_run("images", "import", str(archive))
+            after = parse_ctr_images(ctr_run("images", "ls"))
+            loaded[node] = {  # an image's ID alias (sha256:...) the CRI plugin adds is not a name
+                ref: digest
+                for ref, digest in after.items()
+                if before.get(ref) != digest and not ref.startswith("sha256:")
+            }
+        if driver is not None:
+            self._declare_image_driver(name, driver, loaded)
+        return loaded
+
+    def _declare_image_driver(self, name: str, driver: str, loaded: dict[str, dict[str, str]]) -> None:
+        from kubernetes import client
+
+        from ..declared import Declared, publish, read
+        from ..kube import api_client
+
+        images = sorted({(ref, digest) for refs in loaded.values() for ref, digest in refs.items()})
+        if len(images) != 1:
+            raise HarnessError(
+                f"--driver {driver}: the archive holds {len(images)} new image(s) "
+                f"({', '.join(r for r, _ in images) or 'none new'}); one image is one driver's build",
+                "load a tar of the driver's image alone",
+            )
+        ((reference, digest),) = images
+        core = client.CoreV1Api(api_client(self.kubeconfig(name)))
+        current = read(core) or Declared(frozenset(), None, f"kthena-conformance local provider, cluster '{name}'")
+        entry = {
+            "name": driver,
+            "installedBy": "an image loaded into the real nodes (cluster load-image), run by the vendor's manifests",
+            "image": reference,
+            "digest": digest,
+            "nodes": sorted(loaded),
+        }
+        others = tuple(d for d in current.drivers if d.get("name") != driver)
+        publish(core, dataclasses.replace(current, drivers=(*others, entry)))
 
     def restart_component(self, name: str, component: str, *, timeout: float = 60.0) -> None:
         """Restart one control-plane process (same flags and port) and wait until it is healthy.
@@ -480,5 +559,11 @@ class LocalProvider(Provider):
 
         dns = info.details.get("dns")
         made_by = f"kthena-conformance local provider, cluster '{info.name}'"
-        declared = Declared(self.injects, dns, made_by, RealNodes.from_details(info.details))
+        declared = Declared(
+            self.injects,
+            dns,
+            made_by,
+            RealNodes.from_details(info.details),
+            tuple(info.details.get("draDrivers") or ()),
+        )
         publish(client.CoreV1Api(api_client(info.kubeconfig, info.context)), declared)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import ipaddress
 import json
 import os
 import select
@@ -47,11 +48,13 @@ from ..realnode.fleet import Fleet, NodeRequest
 from ..realnode.node import REAL_NODE_TAINT
 from ..rest import RestClient, probe
 from ..spec import ClusterSpec
+from . import dra_drivers
 from .components import (
     APISERVER_SANS,
     COREDNS_RBAC,
     COREDNS_USER,
     FAKE_DEVICES_USER,
+    SERVICE_CIDR,
     Component,
     KubeletPluginSite,
     Ports,
@@ -138,6 +141,8 @@ class Supervisor:
     coredns: Path | None = None
     # The real nodes (``kind: real`` pools), once started: stopped, and the host restored, in stop().
     fleet: Fleet | None = None
+    # The vendors' DRA drivers (spec ``dra_drivers``) as the cluster declares them (dra_drivers.records).
+    dra_driver_records: list[dict[str, object]] = field(default_factory=list)
 
     # -- signalling -----------------------------------------------------------------------------
 
@@ -227,6 +232,9 @@ class Supervisor:
             "ports": self.ports.as_dict() if self.ports else {},
             "restarts": self.restarts,
             "real_nodes": [node.name for node in self.fleet.nodes] if self.fleet else [],
+            # where a DRA kubelet plugin on each real node serves, registers and writes CDI specs
+            "real_node_dirs": {d.node: d.as_dict() for d in self.real_node_plugin_dirs().values()},
+            **({"dra_drivers": self.dra_driver_records} if self.dra_driver_records else {}),
             **({"dns": f"127.0.0.1:{self.ports.dns}"} if self.ports and self.ports.dns else {}),
             **extra,
         }
@@ -296,6 +304,8 @@ class Supervisor:
                 lambda: all(self.plugin_registered(s) for s in sites),
             )
             self.timings["kubelet_plugins_registered"] = self.elapsed()
+        if self.spec.dra_drivers:
+            self.start_dra_drivers(api)
         if devices:
             self.wait_for(
                 "the fake DRA drivers' ResourceSlices on every device node",
@@ -343,7 +353,8 @@ class Supervisor:
             "progress", message="checking the host and preparing real nodes: " + ", ".join(r.name for r in requests)
         )
         self.fleet = Fleet(self.layout.root, self.bin_dir, self.layout.logs)
-        return self.fleet.prepare(requests, server=f"https://127.0.0.1:{ports.apiserver}")
+        service_ip = str(ipaddress.ip_network(SERVICE_CIDR)[1])  # default/kubernetes: Pods' in-cluster config
+        return self.fleet.prepare(requests, server=f"https://127.0.0.1:{ports.apiserver}", service_ip=service_ip)
 
     def start_real_nodes(self) -> None:
         """containerd and a kubelet per real node; their Nodes register themselves and join the Ready
@@ -373,6 +384,68 @@ class Supervisor:
             for name in nodes
             if name in real
         ]
+
+    def real_node_plugin_dirs(self) -> dict[str, dra_drivers.NodePluginDirs]:
+        """Each real node's kubelet plugin, registration and CDI directories."""
+        nodes = self.fleet.nodes if self.fleet else []
+        return {
+            n.name: dra_drivers.NodePluginDirs(n.name, n.dirs.dra_plugins, n.dirs.plugin_registry, n.dirs.cdi)
+            for n in nodes
+        }
+
+    def start_dra_drivers(self, api: RestClient) -> None:
+        """The vendors' DRA drivers (spec ``dra_drivers``): their manifests created, then their
+        command once per real node, waited for until every node's kubelet has it registered."""
+        programs = {name: str(path) for name, path in dra_drivers.check_drivers(self.spec).items()}
+        for driver in self.spec.dra_drivers:
+            objects = dra_drivers.load_manifests(driver)
+            if objects:
+                self.emit("progress", message=f"creating {len(objects)} object(s) of DRA driver {driver.name}")
+                self.create_objects(objects)
+        dirs = self.real_node_plugin_dirs()
+        comps = dra_drivers.driver_components(self.spec, dirs, self.layout.kubeconfig, programs)
+        self.emit(
+            "progress",
+            message="starting the DRA drivers on the real nodes: "
+            + ", ".join(f"{d.name} ({' '.join(d.command)})" for d in self.spec.dra_drivers),
+        )
+        for comp in comps:
+            self.plan[comp.name] = comp
+            self.launch(comp)
+        self.kubelet_plugins += [c.name for c in comps]
+        self.dra_driver_records = dra_drivers.records(self.spec, {k: Path(v) for k, v in programs.items()})
+        self.write_state("starting")
+        sites = [(d.name, dirs[n]) for d in self.spec.dra_drivers for n in self.spec.driver_nodes(d)]
+        waiting: list[str] = []
+
+        def registered() -> bool:
+            metrics = {}
+            for node in {site.node for _, site in sites}:
+                resp = api.get(f"/api/v1/nodes/{node}/proxy/metrics")
+                metrics[node] = resp.body.decode(errors="replace") if resp.status == 200 else ""
+            waiting[:] = dra_drivers.pending(sites, metrics)
+            return not waiting
+
+        self.wait_for(lambda: "the real nodes' kubelets to register the DRA drivers: " + ", ".join(waiting), registered)
+        self.timings["dra_drivers_registered"] = self.elapsed()
+
+    def create_objects(self, objects: list[tuple[str, dict[str, object]]]) -> None:
+        """Create each object with the admin identity; one that exists is kept as it is."""
+        from kubernetes import utils
+        from kubernetes.client.exceptions import ApiException
+
+        from ..kube import api_client
+
+        client = api_client(self.layout.kubeconfig, None)
+        for where, doc in objects:
+            try:
+                utils.create_from_dict(client, doc)  # type: ignore[no-untyped-call]
+            except utils.FailToCreateError as exc:
+                failures = [e for e in exc.api_exceptions if not (isinstance(e, ApiException) and e.status == 409)]
+                if failures:
+                    raise HarnessError(f"{where}: refused: {failures[0]}", "fix the manifest") from None
+            except (ValueError, AttributeError, KeyError) as exc:
+                raise HarnessError(f"{where}: cannot be created: {exc}", "give a complete Kubernetes object") from None
 
     def plugin_registered(self, site: KubeletPluginSite) -> bool:
         return kubelet_plugin_ready_file(self.layout, site.driver, site.node).exists()
@@ -476,7 +549,8 @@ class Supervisor:
         self.write_state("starting")
 
     def launch(self, comp: Component) -> None:
-        self.procs[comp.name] = spawn(comp.argv, self.layout.log(comp.name))
+        env = {**os.environ, **dict(comp.env)} if comp.env else None
+        self.procs[comp.name] = spawn(comp.argv, self.layout.log(comp.name), env=env)
 
     def check_components(self) -> None:
         for name, proc in self.procs.items():

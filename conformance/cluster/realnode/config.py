@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import tomli_w
 
@@ -156,6 +157,32 @@ def plan_networks(
             "remove the conflicting routes or interfaces, or run with fewer real nodes",
         )
     return [NodeNetwork(f"{BRIDGE_PREFIX}{i}", subnet) for i, subnet in enumerate(free[:count])]
+
+
+def api_server_route(net: NodeNetwork, service_ip: str, server: str) -> list[list[str]]:
+    """What stands in for kube-proxy for the one Service a Pod's in-cluster configuration uses
+    (``default/kubernetes``, ``KUBERNETES_SERVICE_HOST:443``): iptables DNAT rules sending the
+    Service's address to the API server, which listens on loopback only (``server``,
+    ``https://127.0.0.1:PORT``), for Pods on the node's bridge (PREROUTING) and host-network Pods
+    (OUTPUT). Loopback as a DNAT target needs ``route_localnet`` on the bridge
+    (:func:`route_localnet_path`); the kubelet's KUBE-FIREWALL lets DNAT'd packets through. The
+    host restore deletes the rules (added after the snapshot) and the sysctl goes with the bridge.
+    Pure."""
+    parts = urlsplit(server)
+    if parts.hostname is None or parts.port is None:
+        raise HarnessError(f"real node: the API server address {server!r} has no host and port")
+    target = f"{parts.hostname}:{parts.port}"
+    match = ["-d", f"{service_ip}/32", "-p", "tcp", "-m", "tcp", "--dport", "443"]
+    dnat = ["-j", "DNAT", "--to-destination", target]
+    return [
+        ["iptables", "-w", "-t", "nat", "-A", "PREROUTING", "-i", net.bridge, *match, *dnat],
+        ["iptables", "-w", "-t", "nat", "-A", "OUTPUT", *match, *dnat],
+    ]
+
+
+def route_localnet_path(net: NodeNetwork) -> Path:
+    """The bridge's ``route_localnet`` sysctl (1: packets DNAT'd to 127.0.0.1 may be routed)."""
+    return Path("/proc/sys/net/ipv4/conf") / net.bridge / "route_localnet"
 
 
 def containerd_config(dirs: NodeDirs, *, runc: Path, sandbox_image: str = SANDBOX_IMAGE) -> dict[str, Any]:

@@ -90,10 +90,12 @@ class Fleet:
     nodes: list[RealNode] = field(default_factory=list)
     _lock: IO[str] | None = None
 
-    def prepare(self, requests: Sequence[NodeRequest], *, server: str) -> list[str]:
+    def prepare(self, requests: Sequence[NodeRequest], *, server: str, service_ip: str | None = None) -> list[str]:
         """Check the host, take the host lock, write the snapshot, plan each node and make its
-        bridge; returns the bridges' addresses (the nodes' clusterDNS, where CoreDNS must listen
-        before the kubelets start). On failure the host is restored before the error propagates."""
+        bridge (and, with ``service_ip``, the route from its Pods to the API server at that
+        ``kubernetes`` Service address); returns the bridges' addresses (the nodes' clusterDNS,
+        where CoreDNS must listen before the kubelets start). On failure the host is restored
+        before the error propagates."""
         preflight.require_usable()
         missing = [b for b in PROCESS_BINARIES if not (self.bin_dir / b).exists()]
         if missing:
@@ -132,6 +134,8 @@ class Fleet:
                 )
                 self.nodes.append(node)
                 node.make_bridge()
+                if service_ip is not None:
+                    node.route_api_server(service_ip)
         except BaseException:
             self.stop()
             raise

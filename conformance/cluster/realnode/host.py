@@ -484,38 +484,66 @@ def _pids(proc: Path) -> list[int]:
         return []
 
 
-def cgroup_mounts(mountinfo: str) -> list[str]:
-    """The mount point of every cgroup (v1) and cgroup2 file system in ``mountinfo`` text (pure).
+@dataclass(frozen=True)
+class CgroupMount:
+    """One cgroup hierarchy as ``/proc/self/mountinfo`` shows it: where it is mounted, v1 or v2, its
+    controllers (v1: the super options without flags and ``name=``; v2: none listed here) and
+    whether it is mounted read-only (then no cgroup can be made in it)."""
 
-    Directories in ``/sys/fs/cgroup`` that are no mount are no hierarchy: runc (as Docker runs it on
-    cgroup v1) creates plain directories there for controllers the host has not mounted
-    (``cpu,cpuacct``, ``hugetlb``, ``perf_event``...), and walking them as cgroups fails.
+    path: str
+    version: int
+    controllers: frozenset[str] = frozenset()
+    read_only: bool = False
+
+
+_MOUNT_FLAGS = frozenset({"rw", "ro", "noprefix", "xattr", "clone_children", "nsdelegate", "memory_recursiveprot"})
+
+
+def parse_cgroup_mounts(mountinfo: str, cgroup_root: str = "/sys/fs/cgroup") -> tuple[CgroupMount, ...]:
+    """The cgroup hierarchies mounted at or below ``cgroup_root``, in ``/proc/self/mountinfo`` text. Pure.
+
+    Only mounts count: a plain directory in ``/sys/fs/cgroup`` (``cpu,cpuacct``, ``net_cls,net_prio``
+    left by a container runtime that expected them, on a read-only tmpfs) is no hierarchy and is not
+    listed, whatever its name. A point mounted twice is the later mount (it hides the earlier one).
+    Sorted by path.
     """
-    points = []
+    root = PurePosixPath(cgroup_root)
+    found: dict[str, CgroupMount] = {}
     for line in mountinfo.splitlines():
-        fields = line.split()
-        if " - " not in line or len(fields) < 5:
+        head, sep, tail = line.partition(" - ")
+        fields, words = head.split(), tail.split()
+        if not sep or len(fields) < 6 or len(words) < 3 or words[0] not in ("cgroup", "cgroup2"):
             continue
-        fstype = line.split(" - ", 1)[1].split()[0]
-        if fstype in ("cgroup", "cgroup2"):
-            points.append(_unescape_mountinfo(fields[4]))
-    return sorted(set(points))
+        point = _unescape_mountinfo(fields[4])
+        if not PurePosixPath(point).is_relative_to(root):
+            continue
+        options = set(fields[5].split(",")) | set(words[2].split(","))
+        version = 2 if words[0] == "cgroup2" else 1
+        controllers = (
+            frozenset(o for o in words[2].split(",") if o and "=" not in o and o not in _MOUNT_FLAGS)
+            if version == 1
+            else frozenset()
+        )
+        found[point] = CgroupMount(point, version, controllers, read_only="ro" in options)
+    return tuple(found[p] for p in sorted(found))
+
+
+CGROUP_FS = "/sys/fs/cgroup"
 
 
 def cgroup_hierarchies(cgroup_root: Path, mountinfo: str | None = None) -> list[Path]:
-    """The root of every cgroup hierarchy: the unified root (v2), or each v1 (and hybrid) mount
-    below ``cgroup_root`` (read from ``mountinfo``, default this process's)."""
-    if (cgroup_root / "cgroup.controllers").exists():
-        return [cgroup_root]
+    """The root of every cgroup hierarchy mounted at or below ``/sys/fs/cgroup``: the unified root
+    (v2), or each v1 mount (and the hybrid layout's ``unified``), read from ``mountinfo`` (default:
+    this process's ``/proc/self/mountinfo``), never from the directory listing. Each is given
+    below ``cgroup_root`` (``/sys/fs/cgroup`` itself but in tests, which read a made-up tree)."""
     text = mountinfo if mountinfo is not None else (_read_text(Path("/proc/self/mountinfo")) or "")
-    mounted = [Path(p) for p in cgroup_mounts(text) if Path(p).parent == cgroup_root]
-    if mounted:
-        return mounted
-    try:  # no mountinfo (a test tree): every real directory, aliases (symlinks) once
-        entries = sorted(os.scandir(cgroup_root), key=lambda e: e.name)
-    except OSError:
-        return []
-    return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+    return [cgroup_root / PurePosixPath(m.path).relative_to(CGROUP_FS) for m in parse_cgroup_mounts(text, CGROUP_FS)]
+
+
+def cgroup_mounts(mountinfo: str) -> list[str]:
+    """The mount point of every cgroup (v1) and cgroup2 hierarchy at or below ``/sys/fs/cgroup`` in
+    ``mountinfo`` text, sorted (pure): :func:`parse_cgroup_mounts`' paths."""
+    return [m.path for m in parse_cgroup_mounts(mountinfo, CGROUP_FS)]
 
 
 def _walk_cgroups(directory: Path, names: frozenset[str], depth: int, matched: bool, found: set[str]) -> None:
@@ -578,8 +606,9 @@ def take_snapshot(
     except (OSError, subprocess.SubprocessError) as exc:
         unavailable["nft"] = _error_text(exc)
 
+    mountinfo = _read_text(proc / "self" / "mountinfo") or ""
     cgroups: set[str] = set()
-    for hierarchy in cgroup_hierarchies(sysfs / "fs" / "cgroup"):
+    for hierarchy in cgroup_hierarchies(sysfs / "fs" / "cgroup", mountinfo):
         _walk_cgroups(hierarchy, frozenset(cgroup_names), 1, False, cgroups)
 
     dirs = [p for d in process_dirs for p in {Path(d), Path(d).resolve()}]  # exe links are resolved paths
@@ -604,7 +633,7 @@ def take_snapshot(
         iptables=iptables,
         nft_tables=nft_tables,
         cgroups=frozenset(cgroups),
-        mounts=parse_mountinfo(_read_text(proc / "self" / "mountinfo") or ""),
+        mounts=parse_mountinfo(mountinfo),
         links=links,
         paths=frozenset(str(p) for p in watched_paths if os.path.lexists(p)),
         processes=frozenset(processes),

@@ -466,3 +466,14 @@ def pull_policy_problem(image: str, policy: str | None) -> str | None:
             "or use a tagged reference"
         )
     return None
+
+
+def parse_ctr_images(text: str) -> dict[str, str]:
+    """Reference -> manifest digest in ``ctr images ls`` output (columns REF TYPE DIGEST ...;
+    the header and short lines are skipped). Pure."""
+    found = {}
+    for line in text.splitlines()[1:]:
+        words = line.split()
+        if len(words) >= 3 and words[2].startswith("sha256:"):
+            found[words[0]] = words[2]
+    return found

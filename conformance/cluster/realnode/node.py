@@ -164,7 +164,15 @@ class RealNode:
         """The kubelet's cgroupRoot in every hierarchy: the kubelet requires it to exist and does not
         create it (the host restore removes it with everything below)."""
         for hierarchy in host.cgroup_hierarchies(cgroup_fs):
-            (hierarchy / f"{cfg.CGROUP_PREFIX}{self.name}").mkdir(exist_ok=True)
+            path = hierarchy / f"{cfg.CGROUP_PREFIX}{self.name}"
+            try:
+                path.mkdir(exist_ok=True)
+            except OSError as exc:
+                raise HarnessError(
+                    f"real node {self.name}: cannot create its cgroup {path}: {exc.strerror or exc}",
+                    "the cgroup hierarchy must be writable (as root: mount -o remount,rw "
+                    f"{hierarchy}); `cluster up` checks that first, so it changed while the node started",
+                ) from None
 
     def make_bridge(self) -> None:
         """The node's bridge with the gateway address, before the kubelet listens on it (the CNI
@@ -178,6 +186,23 @@ class RealNode:
             ["ip", "link", "set", self.net.bridge, "up"],
         ]
         for argv in commands:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+            if done.returncode != 0:
+                raise HarnessError(f"real node {self.name}: {' '.join(argv)} failed: {done.stderr.strip()}")
+
+    def route_api_server(self, service_ip: str) -> None:
+        """Pods on this node reach the API server at the ``kubernetes`` Service's address
+        (:func:`.config.api_server_route`); idempotent (a rule already there is not added twice)."""
+        try:
+            cfg.route_localnet_path(self.net).write_text("1\n")
+        except OSError as exc:
+            raise HarnessError(
+                f"real node {self.name}: cannot set route_localnet on {self.net.bridge}: {exc}"
+            ) from None
+        for argv in cfg.api_server_route(self.net, service_ip, self.server):
+            check = [*argv[:4], "-C", *argv[5:]]
+            if subprocess.run(check, capture_output=True, timeout=30, check=False).returncode == 0:
+                continue
             done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
             if done.returncode != 0:
                 raise HarnessError(f"real node {self.name}: {' '.join(argv)} failed: {done.stderr.strip()}")

@@ -28,6 +28,8 @@ from pathlib import Path
 
 from conformance.cluster.errors import HarnessError
 
+from . import host
+
 APT_PACKAGES = ("runc", "containernetworking-plugins", "iptables", "busybox-static")
 """Every Debian package a real node needs (what the fixes below install, one at a time)."""
 
@@ -56,13 +58,18 @@ class HostFacts:
     ``modules`` are the names in ``/proc/modules`` and ``/sys/module`` (a built-in feature with no
     parameters appears in neither: ``bridge_nf_sysctl`` is how a built-in br_netfilter shows).
     ``executables`` maps each found program (``runc``, ``iptables``, ``/usr/lib/cni/bridge``...) to
-    its path. ``busybox_static`` is None when ``/bin/busybox`` is missing.
+    its path. ``busybox_static`` is None when ``/bin/busybox`` is missing. ``cgroup_read_only`` are
+    the cgroup hierarchies mounted read-only (a node's cgroup root cannot be made in them).
+    Hierarchies are mounts read from ``/proc/self/mountinfo``, the same reading the node's start
+    uses (:func:`.host.parse_cgroup_mounts`): stray directories in ``/sys/fs/cgroup`` count for
+    neither.
     """
 
     euid: int
     cgroup_v2: bool
     cgroup_v2_controllers: frozenset[str] = frozenset()
     cgroup_v1_controllers: frozenset[str] = frozenset()
+    cgroup_read_only: tuple[str, ...] = ()
     modules: frozenset[str] = frozenset()
     filesystems: frozenset[str] = frozenset()
     bridge_nf_sysctl: bool = False
@@ -84,19 +91,10 @@ class Requirement:
 
 
 def parse_cgroup_v1_controllers(mountinfo: str) -> frozenset[str]:
-    """The controllers of every mounted cgroup v1 hierarchy in ``/proc/self/mountinfo`` text.
-
-    The filesystem type follows the `` - `` separator and the super options (``rw,cpu,cpuacct``)
-    come after the source; named hierarchies (``name=systemd``) and flags are not controllers, and
-    listing a flag (``rw``, ``noprefix``) is harmless since only the wanted names are looked up.
-    """
-    controllers = set()
-    for line in mountinfo.splitlines():
-        _, sep, tail = line.partition(" - ")
-        words = tail.split()
-        if sep and len(words) >= 3 and words[0] == "cgroup":
-            controllers |= {opt for opt in words[2].split(",") if "=" not in opt}
-    return frozenset(controllers)
+    """The controllers of every cgroup v1 hierarchy mounted under ``/sys/fs/cgroup`` in
+    ``/proc/self/mountinfo`` text (:func:`.host.parse_cgroup_mounts`; named hierarchies such as
+    ``name=systemd`` and mount flags are not controllers)."""
+    return frozenset(c for m in host.parse_cgroup_mounts(mountinfo) if m.version == 1 for c in m.controllers)
 
 
 def parse_proc_modules(text: str) -> frozenset[str]:
@@ -133,6 +131,14 @@ def elf_is_static(header: bytes) -> bool:
 
 
 def _cgroups(facts: HostFacts) -> Requirement:
+    if facts.cgroup_read_only:
+        return Requirement(
+            "cgroups",
+            False,
+            f"cgroup hierarchies mounted read-only: {', '.join(facts.cgroup_read_only)}",
+            " && ".join(f"mount -o remount,rw {p}" for p in facts.cgroup_read_only)
+            + " (as root; in a container, run it with a writable cgroup filesystem)",
+        )
     if facts.cgroup_v2:
         missing = [c for c in CGROUP_V2_CONTROLLERS if c not in facts.cgroup_v2_controllers]
         if missing:
@@ -342,11 +348,13 @@ def gather_facts() -> HostFacts:
                 busybox_static = elf_is_static(f.read(65536))
         except OSError:
             busybox_static = None
+    mountinfo = _read(Path("/proc/self/mountinfo"))
     return HostFacts(
         euid=os.geteuid(),
         cgroup_v2=v2,
         cgroup_v2_controllers=frozenset(_read(cgroup_root / "cgroup.controllers").split()) if v2 else frozenset(),
-        cgroup_v1_controllers=frozenset() if v2 else parse_cgroup_v1_controllers(_read(Path("/proc/self/mountinfo"))),
+        cgroup_v1_controllers=frozenset() if v2 else parse_cgroup_v1_controllers(mountinfo),
+        cgroup_read_only=tuple(m.path for m in host.parse_cgroup_mounts(mountinfo, str(cgroup_root)) if m.read_only),
         modules=parse_proc_modules(_read(Path("/proc/modules"))) | sys_modules,
         filesystems=parse_filesystems(_read(Path("/proc/filesystems"))),
         bridge_nf_sysctl=Path("/proc/sys/net/bridge/bridge-nf-call-iptables").exists(),

@@ -1,7 +1,7 @@
 """CDI spec files: how a prepared claim's devices reach the container (as environment variables).
 
 One file per prepared claim, ``<cdi-dir>/<driver>-<claim uid>.json``, with CDI kind
-``<driver>/<class>`` (``gpu.example.com/gpu``) and one CDI device per allocated device, named
+``<driver>/<class>`` (``gpu.fake.kthena-conformance.io/gpu``) and one CDI device per allocated device, named
 ``<claim uid>-<device>``, whose container edits set the device's variable
 (``GPU_DEVICE_0=gpu-0``, ``NPU_DEVICE_3_0=npu-3-0``). The NPU devices also get the variable the
 Ascend container runtime reads, ``ASCEND_VISIBLE_DEVICES=<chip index>``. Writes are atomic (a

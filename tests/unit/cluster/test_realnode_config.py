@@ -230,3 +230,18 @@ def test_kubelet_argv_keeps_the_node_in_its_directory_and_labels_it_real() -> No
 
 def test_a_node_is_known_to_the_node_authorizer() -> None:
     assert node_identity("real-gpu-0") == ("system:node:real-gpu-0", "system:nodes")
+
+
+def test_the_api_server_route_stands_in_for_kube_proxy_for_the_kubernetes_service() -> None:
+    from conformance.cluster.realnode.config import NodeNetwork, api_server_route, route_localnet_path
+
+    node = NodeNetwork("kthena1", net("10.244.1.0/24"))
+    match = ["-d", "10.96.0.1/32", "-p", "tcp", "-m", "tcp", "--dport", "443"]
+    dnat = ["-j", "DNAT", "--to-destination", "127.0.0.1:6443"]
+    assert api_server_route(node, "10.96.0.1", "https://127.0.0.1:6443") == [
+        ["iptables", "-w", "-t", "nat", "-A", "PREROUTING", "-i", "kthena1", *match, *dnat],
+        ["iptables", "-w", "-t", "nat", "-A", "OUTPUT", *match, *dnat],
+    ]
+    assert route_localnet_path(node) == Path("/proc/sys/net/ipv4/conf/kthena1/route_localnet")
+    with pytest.raises(HarnessError, match="has no host and port"):
+        api_server_route(node, "10.96.0.1", "https://127.0.0.1")

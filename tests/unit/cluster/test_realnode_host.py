@@ -102,6 +102,116 @@ MOUNTINFO = r"""22 27 0:21 / /proc rw,relatime - proc proc rw
 """
 
 
+# The fake host of the snapshot tests: MOUNTINFO plus the cpu,cpuacct and pids hierarchies.
+FAKE_HOST_MOUNTINFO = (
+    MOUNTINFO
+    + """32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct
+39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
+"""
+)
+
+# cgroup layouts met on hosts of this project's kind, as /proc/self/mountinfo shows them.
+# v1, after Docker's runc ran once: the hierarchies are separate mounts; `cpu,cpuacct`, `hugetlb`,
+# `net_cls,net_prio`, `perf_event` (plain directories) and `net_cls`, `net_prio` (symlinks) sit on the
+# read-only tmpfs, where the directory listing shows them like hierarchies.
+MOUNTINFO_CGROUP_V1_DOCKER = """31 23 0:28 / /sys/fs/cgroup ro,nosuid,nodev,noexec - tmpfs tmpfs ro,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
+34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+36 31 0:33 / /sys/fs/cgroup/devices rw,relatime - cgroup cgroup rw,devices
+37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer
+38 31 0:35 / /sys/fs/cgroup/blkio rw,relatime - cgroup cgroup rw,blkio
+39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
+40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,xattr,name=systemd
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw,nsdelegate
+"""
+# A systemd hybrid host: v1 controllers co-mounted, unified beside them.
+MOUNTINFO_CGROUP_HYBRID = """25 18 0:22 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:8 - tmpfs tmpfs ro,mode=755
+26 25 0:23 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate
+27 25 0:24 / /sys/fs/cgroup/systemd rw,nosuid,nodev,noexec,relatime shared:10 - cgroup cgroup rw,xattr,name=systemd
+30 25 0:27 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid,nodev,noexec,relatime shared:13 - cgroup cgroup rw,cpu,cpuacct
+31 25 0:28 / /sys/fs/cgroup/net_cls,net_prio rw,nosuid,nodev,noexec,relatime shared:14 - cgroup cgroup rw,net_cls,net_prio
+32 25 0:29 / /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime shared:15 - cgroup cgroup rw,memory
+33 25 0:30 / /sys/fs/cgroup/pids rw,nosuid,nodev,noexec,relatime shared:16 - cgroup cgroup rw,pids
+34 25 0:31 / /sys/fs/cgroup/devices rw,nosuid,nodev,noexec,relatime shared:17 - cgroup cgroup rw,devices
+"""
+MOUNTINFO_CGROUP_V2 = "30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n"
+# Inside a container: the hierarchy is mounted read-only, and a cgroup elsewhere is no concern.
+MOUNTINFO_CGROUP_V2_READ_ONLY = """700 650 0:26 /docker/ab12 /sys/fs/cgroup ro,nosuid - cgroup2 cgroup ro,nsdelegate
+701 650 0:26 / /mnt/other\040cgroup rw - cgroup2 cgroup2 rw
+"""
+# A point mounted twice: the later mount hides the earlier one.
+MOUNTINFO_CGROUP_STACKED = """35 31 0:32 / /sys/fs/cgroup/memory ro,relatime - cgroup cgroup ro,memory
+90 35 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+"""
+
+
+def _m(path: str, version: int = 1, controllers: str = "", read_only: bool = False) -> host.CgroupMount:
+    return host.CgroupMount(path, version, frozenset(controllers.split(",")) - {""}, read_only)
+
+
+@pytest.mark.parametrize(
+    ("mountinfo", "expected"),
+    [
+        pytest.param(
+            MOUNTINFO_CGROUP_V1_DOCKER,
+            [
+                _m("/sys/fs/cgroup/blkio", controllers="blkio"),
+                _m("/sys/fs/cgroup/cpu", controllers="cpu"),
+                _m("/sys/fs/cgroup/cpuacct", controllers="cpuacct"),
+                _m("/sys/fs/cgroup/cpuset", controllers="cpuset"),
+                _m("/sys/fs/cgroup/devices", controllers="devices"),
+                _m("/sys/fs/cgroup/freezer", controllers="freezer"),
+                _m("/sys/fs/cgroup/memory", controllers="memory"),
+                _m("/sys/fs/cgroup/pids", controllers="pids"),
+                _m("/sys/fs/cgroup/systemd"),
+                _m("/sys/fs/cgroup/unified", version=2),
+            ],
+            id="v1-with-docker-strays",
+        ),
+        pytest.param(
+            MOUNTINFO_CGROUP_HYBRID,
+            [
+                _m("/sys/fs/cgroup/cpu,cpuacct", controllers="cpu,cpuacct"),
+                _m("/sys/fs/cgroup/devices", controllers="devices"),
+                _m("/sys/fs/cgroup/memory", controllers="memory"),
+                _m("/sys/fs/cgroup/net_cls,net_prio", controllers="net_cls,net_prio"),
+                _m("/sys/fs/cgroup/pids", controllers="pids"),
+                _m("/sys/fs/cgroup/systemd"),
+                _m("/sys/fs/cgroup/unified", version=2),
+            ],
+            id="hybrid",
+        ),
+        pytest.param(MOUNTINFO_CGROUP_V2, [_m("/sys/fs/cgroup", version=2)], id="v2"),
+        pytest.param(
+            MOUNTINFO_CGROUP_V2_READ_ONLY, [_m("/sys/fs/cgroup", version=2, read_only=True)], id="v2-read-only"
+        ),
+        pytest.param(MOUNTINFO_CGROUP_STACKED, [_m("/sys/fs/cgroup/memory", controllers="memory")], id="stacked"),
+        pytest.param(MOUNTINFO, [_m("/sys/fs/cgroup/memory", controllers="memory")], id="other-mounts"),
+        pytest.param("", [], id="none"),
+    ],
+)
+def test_cgroup_hierarchies_are_the_cgroup_mounts_in_mountinfo(
+    mountinfo: str, expected: list[host.CgroupMount]
+) -> None:
+    assert list(host.parse_cgroup_mounts(mountinfo)) == expected
+
+
+def test_stray_directories_in_the_cgroup_root_are_not_hierarchies(tmp_path: Path) -> None:
+    """The crash this guards against: ``cluster up --real-nodes`` made its cgroup root in every
+    directory of /sys/fs/cgroup, Docker's plain ``cpu,cpuacct`` included (a read-only tmpfs)."""
+    for name in ("cpu", "cpuacct", "memory", "pids", "devices", "cpu,cpuacct", "hugetlb", "perf_event"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "net_cls").symlink_to("cpu,cpuacct")
+    found = host.cgroup_hierarchies(tmp_path, MOUNTINFO_CGROUP_V1_DOCKER)
+    assert [p.name for p in found] == [
+        "blkio", "cpu", "cpuacct", "cpuset", "devices", "freezer", "memory", "pids", "systemd", "unified"
+    ]  # fmt: skip
+    assert all(p.parent == tmp_path for p in found)
+    assert host.cgroup_hierarchies(tmp_path, MOUNTINFO_CGROUP_V2) == [tmp_path]
+
+
 def test_iptables_save_chains_per_table_include_the_kubelets_and_the_cni_chains() -> None:
     chains = parse_iptables_save(IPTABLES_SAVE_UP)
     assert set(chains) == {"mangle", "filter", "nat"}
@@ -367,7 +477,7 @@ def _fake_host(tmp_path: Path) -> tuple[Path, Path]:
         (proc / "sys" / name).parent.mkdir(parents=True, exist_ok=True)
         (proc / "sys" / name).write_text(value)
     (proc / "self").mkdir(parents=True)
-    (proc / "self" / "mountinfo").write_text(MOUNTINFO)
+    (proc / "self" / "mountinfo").write_text(FAKE_HOST_MOUNTINFO)
     for pid, exe in {"100": "/opt/kthena/bin/containerd", "101": "/usr/bin/bash", "102": "/bin/busybox"}.items():
         (proc / pid).mkdir()
         (proc / pid / "exe").symlink_to(exe)
@@ -382,6 +492,9 @@ def _fake_host(tmp_path: Path) -> tuple[Path, Path]:
     (cg / "cpu,cpuacct" / "a" / "b" / "kthena-node-1" / "kubepods").mkdir(parents=True)
     (cg / "cpu").symlink_to("cpu,cpuacct")
     (cg / "pids" / "a" / "b" / "c" / "kubepods").mkdir(parents=True)  # deeper than the search goes
+    # What Docker leaves behind: plain directories (and a symlink) that are no cgroup mounts.
+    (cg / "net_cls,net_prio" / "kubepods").mkdir(parents=True)
+    (cg / "net_cls").symlink_to("net_cls,net_prio")
     for link in ("lo", "eth0", "kthena0"):
         (sysfs / "class" / "net" / link).mkdir(parents=True)
     return proc, sysfs
@@ -419,7 +532,7 @@ def test_take_snapshot_from_fake_proc_and_sys_with_injected_tools(tmp_path: Path
     }
     assert snap.links == {"lo", "eth0", "kthena0"}
     assert snap.paths == {str(tmp_path / "watched")}
-    assert snap.mounts == parse_mountinfo(MOUNTINFO)
+    assert snap.mounts == parse_mountinfo(FAKE_HOST_MOUNTINFO)
 
 
 def test_take_snapshot_on_cgroup_v2_searches_the_unified_root_only(tmp_path: Path) -> None:
@@ -428,9 +541,11 @@ def test_take_snapshot_on_cgroup_v2_searches_the_unified_root_only(tmp_path: Pat
     cg = sysfs / "fs" / "cgroup"
     (cg / "kubepods.slice" / "kubepods-besteffort.slice").mkdir(parents=True)
     (cg / "cgroup.controllers").write_text("cpu memory pids\n")
+    (proc / "self").mkdir()
+    (proc / "self" / "mountinfo").write_text(MOUNTINFO_CGROUP_V2)
     snap = take_snapshot([], [], [], lambda argv: "", proc=proc, sysfs=sysfs)
     assert snap.cgroups == {f"{cg}/kubepods.slice", f"{cg}/kubepods.slice/kubepods-besteffort.slice"}
-    assert snap.sysctls == {} and snap.links == frozenset() and snap.mounts == frozenset()
+    assert snap.sysctls == {} and snap.links == frozenset() and snap.mounts == {"/sys/fs/cgroup"}
 
 
 def test_missing_or_refusing_tools_are_recorded_as_unavailable(tmp_path: Path) -> None:
@@ -636,5 +751,10 @@ def test_cgroup_hierarchies_come_from_mountinfo_not_directories(tmp_path: Path) 
     if not (root / "cgroup.controllers").exists():
         # a plain directory runc made ("cpu,cpuacct") is no hierarchy
         assert cgroup_hierarchies(root, CGROUP_MOUNTINFO) == [root / "cpu", root / "systemd", root / "unified"]
+    # below another root (a test tree) the same mounts, never its directories
     (tmp_path / "memory").mkdir()
-    assert cgroup_hierarchies(tmp_path, CGROUP_MOUNTINFO) == [tmp_path / "memory"]  # no mounts there: a test tree
+    assert cgroup_hierarchies(tmp_path, CGROUP_MOUNTINFO) == [
+        tmp_path / "cpu",
+        tmp_path / "systemd",
+        tmp_path / "unified",
+    ]

@@ -406,3 +406,23 @@ def test_standard_references_do_not_make_the_kubelet_pull() -> None:
     for reference in (SANDBOX_IMAGE, *WORKLOAD_IMAGES.values()):
         assert pull_policy_problem(reference, None) is None
     assert set(WORKLOAD_IMAGES) == {"v1", "v2"}
+
+
+def test_ctr_images_ls_gives_each_reference_its_digest() -> None:
+    from conformance.cluster.realnode.images import parse_ctr_images
+
+    listed = (
+        "REF                                  TYPE                                                 DIGEST"
+        "                                                                  SIZE    PLATFORMS   LABELS\n"
+        "kthena-conformance.local/workload:v1 application/vnd.docker.distribution.manifest.v2+json "
+        "sha256:3f1c0a2b7d9e8f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a 1.0 MiB linux/amd64 "
+        "io.cri-containerd.image=managed\n"
+        "sha256:77aa                          application/vnd.docker.distribution.manifest.v2+json "
+        "sha256:3f1c0a2b7d9e8f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a 1.0 MiB linux/amd64 -\n"
+        "broken line\n"
+    )
+    assert parse_ctr_images(listed) == {
+        "kthena-conformance.local/workload:v1": "sha256:3f1c0a2b7d9e8f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a",
+        "sha256:77aa": "sha256:3f1c0a2b7d9e8f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a",
+    }
+    assert parse_ctr_images("") == {}

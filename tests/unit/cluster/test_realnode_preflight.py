@@ -191,11 +191,24 @@ MOUNTINFO_V1 = """31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=
 MOUNTINFO_V2 = "30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n"
 
 
+def test_read_only_cgroup_hierarchies_fail_preflight_with_the_fix() -> None:
+    reqs = evaluate(_host(cgroup_read_only=("/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids")))
+    cgroups = next(r for r in reqs if r.name == "cgroups")
+    assert not cgroups.ok and not usable(reqs)
+    assert cgroups.detail == "cgroup hierarchies mounted read-only: /sys/fs/cgroup/memory, /sys/fs/cgroup/pids"
+    assert cgroups.fix.startswith(
+        "mount -o remount,rw /sys/fs/cgroup/memory && mount -o remount,rw /sys/fs/cgroup/pids"
+    )
+
+
 def test_host_parsers() -> None:
     v1 = parse_cgroup_v1_controllers(MOUNTINFO_V1)
     assert {"cpu", "cpuacct", "memory", "devices", "pids"} <= v1
     assert "nsdelegate" not in v1 and "name=systemd" not in v1
     assert parse_cgroup_v1_controllers(MOUNTINFO_V2) == frozenset()
+    # A directory named like a hierarchy is not one: only mounts count.
+    stray = "31 23 0:28 / /sys/fs/cgroup ro - tmpfs tmpfs ro,mode=755\n"
+    assert parse_cgroup_v1_controllers(stray) == frozenset()
     modules = "br_netfilter 32768 0 - Live 0x0000000000000000\nbridge 311296 1 br_netfilter, Live 0x0\n\n"
     assert parse_proc_modules(modules) == {"br_netfilter", "bridge"}
     assert parse_filesystems("nodev\tsysfs\nnodev\toverlay\n\text4\n") == {"sysfs", "overlay", "ext4"}

@@ -16,18 +16,18 @@ UID = "0b5f3c2e-1111-2222-3333-444455556666"
 @pytest.mark.parametrize(
     ("shape", "devices", "kind", "envs"),
     [
-        pytest.param(GPU, ["gpu-0"], "gpu.example.com/gpu", [["GPU_DEVICE_0=gpu-0"]], id="one-gpu"),
+        pytest.param(GPU, ["gpu-0"], "gpu.fake.kthena-conformance.io/gpu", [["GPU_DEVICE_0=gpu-0"]], id="one-gpu"),
         pytest.param(
             GPU,
             ["gpu-1", "gpu-3"],
-            "gpu.example.com/gpu",
+            "gpu.fake.kthena-conformance.io/gpu",
             [["GPU_DEVICE_1=gpu-1"], ["GPU_DEVICE_3=gpu-3"]],
             id="two-gpus",
         ),
         pytest.param(
             NPU,
             ["npu-2-0"],
-            "npu.example.com/npu",
+            "npu.fake.kthena-conformance.io/npu",
             [["NPU_DEVICE_2_0=npu-2-0", "ASCEND_VISIBLE_DEVICES=2"]],
             id="one-npu",
         ),
@@ -45,7 +45,7 @@ def test_cdi_spec(shape: DriverShape, devices: list[str], kind: str, envs: list[
 def test_write_is_atomic_and_idempotent(tmp_path: Path) -> None:
     cdi_dir = tmp_path / "cdi"
     path = cdi.write_spec(cdi_dir, GPU, UID, ["gpu-0", "gpu-1"])
-    assert path == cdi_dir / f"gpu.example.com-{UID}.json"
+    assert path == cdi_dir / f"gpu.fake.kthena-conformance.io-{UID}.json"
     first = path.read_text()
     assert json.loads(first) == cdi.cdi_spec(GPU, UID, ["gpu-0", "gpu-1"])
     assert cdi.write_spec(cdi_dir, GPU, UID, ["gpu-0", "gpu-1"]) == path

@@ -111,8 +111,8 @@ def test_env_name(shape: DriverShape, device: str, env: str) -> None:
 
 
 def test_labels_and_lookup() -> None:
-    assert GPU.count_label == "gpu.example.com/device-count"
-    assert NPU.count_label == "npu.example.com/device-count"
+    assert GPU.count_label == "gpu.fake.kthena-conformance.io/device-count"
+    assert NPU.count_label == "npu.fake.kthena-conformance.io/device-count"
     assert get_driver("gpu") is GPU and set(DRIVERS) == {"gpu", "npu"}
     with pytest.raises(ValueError, match="unknown driver 'tpu'"):
         get_driver("tpu")

@@ -86,7 +86,7 @@ def test_objects_grant_least_privilege_and_create_device_classes() -> None:
     assert kinds == [
         ("clusterroles", "ClusterRole", "fake-devices"),
         ("clusterrolebindings", "ClusterRoleBinding", "fake-devices"),
-        ("deviceclasses", "DeviceClass", "npu.example.com"),
+        ("deviceclasses", "DeviceClass", "npu.fake.kthena-conformance.io"),
     ]
     role: dict[str, Any] = objects[0][1]
     verbs = {v for rule in role["rules"] for v in rule["verbs"]}

@@ -91,16 +91,22 @@ CASES: list[tuple[str, Callable[[Faults], Any], Any, Callable[[Any], bool], tupl
         lambda got: len(got) == 2 and all("model" in subject for subject, _ in got),
         (),
     ),
-    ("device-class-missing", probe_device_classes, ["gpu.example.com", "npu.example.com"], lambda got: got == [], ()),
+    (
+        "device-class-missing",
+        probe_device_classes,
+        ["gpu.fake.kthena-conformance.io", "npu.fake.kthena-conformance.io"],
+        lambda got: got == [],
+        (),
+    ),
     (
         "device-class-first-device-only",
         probe_selectors,
-        ['device.driver == "gpu.example.com"', 'device.driver == "npu.example.com"'],
+        ['device.driver == "gpu.fake.kthena-conformance.io"', 'device.driver == "npu.fake.kthena-conformance.io"'],
         lambda got: (
             got
             == [
-                'device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].index == 0',
-                'device.driver == "npu.example.com" && device.attributes["npu.example.com"].index == 0',
+                'device.driver == "gpu.fake.kthena-conformance.io" && device.attributes["gpu.fake.kthena-conformance.io"].index == 0',
+                'device.driver == "npu.fake.kthena-conformance.io" && device.attributes["npu.fake.kthena-conformance.io"].index == 0',
             ]
         ),
         (),

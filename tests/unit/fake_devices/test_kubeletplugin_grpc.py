@@ -98,10 +98,10 @@ def test_registration(plugin: KubeletPlugin, channels: tuple[grpc.Channel, grpc.
     stub = reg_grpc.RegistrationStub(channels[0])
     info = stub.GetInfo(reg.InfoRequest(), timeout=5)
     assert info.type == "DRAPlugin"
-    assert info.name == "gpu.example.com"
+    assert info.name == "gpu.fake.kthena-conformance.io"
     assert info.endpoint == str(plugin.dra_socket)
     assert list(info.supported_versions) == ["v1.DRAPlugin"]
-    assert plugin.registration_socket.name == "gpu.example.com-reg.sock"
+    assert plugin.registration_socket.name == "gpu.fake.kthena-conformance.io-reg.sock"
     ready = plugin.registration.ready_file
     assert ready is not None and not ready.exists(), "not ready before the kubelet registers the plugin"
     stub.NotifyRegistrationStatus(reg.RegistrationStatus(plugin_registered=True), timeout=5)
@@ -124,13 +124,13 @@ def test_prepare_and_unprepare(plugin: KubeletPlugin, channels: tuple[grpc.Chann
         uid: [(list(d.request_names), d.pool_name, d.device_name, list(d.cdi_device_ids)) for d in entry.devices]
         for uid, entry in resp.claims.items()
     }
-    assert got["uid-one"] == [(["gpu"], NODE, "gpu-1", ["gpu.example.com/gpu=uid-one-gpu-1"])]
+    assert got["uid-one"] == [(["gpu"], NODE, "gpu-1", ["gpu.fake.kthena-conformance.io/gpu=uid-one-gpu-1"])]
     assert [d[2] for d in got["uid-two"]] == ["gpu-2", "gpu-3"]
     # only this driver's devices on this node
-    assert got["uid-mixed"] == [(["gpu"], NODE, "gpu-0", ["gpu.example.com/gpu=uid-mixed-gpu-0"])]
+    assert got["uid-mixed"] == [(["gpu"], NODE, "gpu-0", ["gpu.fake.kthena-conformance.io/gpu=uid-mixed-gpu-0"])]
 
-    spec = json.loads((cdi_dir / "gpu.example.com-uid-two.json").read_text())
-    assert spec["kind"] == "gpu.example.com/gpu"
+    spec = json.loads((cdi_dir / "gpu.fake.kthena-conformance.io-uid-two.json").read_text())
+    assert spec["kind"] == "gpu.fake.kthena-conformance.io/gpu"
     assert [d["containerEdits"]["env"] for d in spec["devices"]] == [["GPU_DEVICE_2=gpu-2"], ["GPU_DEVICE_3=gpu-3"]]
 
     again = stub.NodePrepareResources(dra.NodePrepareResourcesRequest(claims=[c("one", "uid-one")]), timeout=5)
@@ -152,7 +152,10 @@ def test_prepare_and_unprepare(plugin: KubeletPlugin, channels: tuple[grpc.Chann
         pytest.param("missing", "uid-missing", "not found", id="claim-gone"),
         pytest.param("one", "uid-stale", "has uid uid-one", id="uid-mismatch"),
         pytest.param(
-            "elsewhere", "uid-elsewhere", "no device of driver gpu.example.com allocated on node gpu-0", id="other-node"
+            "elsewhere",
+            "uid-elsewhere",
+            "no device of driver gpu.fake.kthena-conformance.io allocated on node gpu-0",
+            id="other-node",
         ),
         pytest.param("unallocated", "uid-unallocated", "no device", id="not-allocated"),
         pytest.param("api-down", "uid-x", "unreachable", id="api-error"),
@@ -168,7 +171,7 @@ def test_prepare_errors_are_per_claim(
     assert error in resp.claims[uid].error
     assert not resp.claims[uid].devices
     assert not resp.claims["uid-one"].error  # the other claim is still prepared
-    assert not (plugin.dra.cdi_dir / f"gpu.example.com-{uid}.json").exists()
+    assert not (plugin.dra.cdi_dir / f"gpu.fake.kthena-conformance.io-{uid}.json").exists()
 
 
 def test_stale_sockets_are_replaced() -> None:
@@ -183,7 +186,7 @@ def test_stale_sockets_are_replaced() -> None:
             grpc.insecure_channel(f"unix://{p.registration_socket}") as ch,
         ):
             info = reg_grpc.RegistrationStub(ch).GetInfo(reg.InfoRequest(), timeout=5)
-            assert info.name == "npu.example.com"
+            assert info.name == "npu.fake.kthena-conformance.io"
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

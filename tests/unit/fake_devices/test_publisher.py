@@ -121,8 +121,8 @@ def test_plan(
 
 def test_desired_slice_is_one_pool_per_node() -> None:
     s = desired_slice(NPU, node("npu-0", "2"), 2, 1)
-    assert s["metadata"]["name"] == "npu-0-npu.example.com"
-    assert s["spec"]["driver"] == "npu.example.com"
+    assert s["metadata"]["name"] == "npu-0-npu.fake.kthena-conformance.io"
+    assert s["spec"]["driver"] == "npu.fake.kthena-conformance.io"
     assert s["spec"]["nodeName"] == "npu-0"
     assert s["spec"]["pool"] == {"name": "npu-0", "generation": 1, "resourceSliceCount": 1}
     assert s["metadata"]["ownerReferences"] == [

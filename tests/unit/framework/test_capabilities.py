@@ -39,13 +39,13 @@ VALID: dict[str, Any] = {
     "apiVersion": "conformance.kthena.io/capabilities/v1",
     "kind": "AcceleratorCapabilities",
     "vendor": "Example Corp",
-    "driver": "gpu.example.com",
+    "driver": "gpu.fake.kthena-conformance.io",
     "driverVersion": "1.0.0",
     "deviceClasses": [
         {
-            "name": "gpu.example.com",
+            "name": "gpu.fake.kthena-conformance.io",
             "level": "MUST",
-            "nodes": {"selector": {"gpu.example.com/device-count": "4"}, "devicesPerNode": 4},
+            "nodes": {"selector": {"gpu.fake.kthena-conformance.io/device-count": "4"}, "devicesPerNode": 4},
             "attributes": [
                 {"name": "model", "type": "string", "level": "MUST"},
                 {"name": "index", "type": "int", "atLeast": 0},
@@ -88,14 +88,18 @@ DELETE = object()
 
 def test_valid_file(tmp_path: Path) -> None:
     caps = load_capabilities(write(tmp_path, VALID))
-    assert (caps.vendor, caps.driver, caps.driver_version) == ("Example Corp", "gpu.example.com", "1.0.0")
+    assert (caps.vendor, caps.driver, caps.driver_version) == (
+        "Example Corp",
+        "gpu.fake.kthena-conformance.io",
+        "1.0.0",
+    )
     (cls,) = caps.device_classes
     assert cls.nodes.fewest_devices == 4 and cls.claims.max_devices_per_claim == 2
     assert [a.name for a in cls.attributes] == ["model", "index", "driverVersion", "memory"]
     assert cls.attributes[1].level == "MUST"  # the default
     report = caps.as_report()
-    assert report["driver"] == "gpu.example.com" and len(report["sha256"]) == 64
-    assert report["deviceClasses"] == [{"name": "gpu.example.com", "level": "MUST"}]
+    assert report["driver"] == "gpu.fake.kthena-conformance.io" and len(report["sha256"]) == 64
+    assert report["deviceClasses"] == [{"name": "gpu.fake.kthena-conformance.io", "level": "MUST"}]
 
 
 @pytest.mark.parametrize(
@@ -106,7 +110,9 @@ def test_valid_file(tmp_path: Path) -> None:
         pytest.param("deviceClasses.0.attributes", [], id="no-attributes"),
         pytest.param("deviceClasses.0.deviceNamePattern", "^gpu-[0-9]+$", id="name-pattern"),
         pytest.param(
-            "deviceClasses.0.attributes.0", {"name": "gpu.example.com/model", "type": "string"}, id="qualified"
+            "deviceClasses.0.attributes.0",
+            {"name": "gpu.fake.kthena-conformance.io/model", "type": "string"},
+            id="qualified",
         ),
         pytest.param(
             "deviceClasses.0.attributes.0", {"name": "brand", "type": "string", "equals": "X"}, id="equals-string"
@@ -193,8 +199,8 @@ def test_the_shipped_files_are_valid_and_match_the_fake_drivers(name: str) -> No
             id="empty-selector",
         ),
         pytest.param(
-            changed("deviceClasses.0.nodes.selector", {"gpu.example.com/device-count": 4}),
-            "deviceClasses[0].nodes.selector.gpu.example.com/device-count: expected a string, got 4 (quote it)",
+            changed("deviceClasses.0.nodes.selector", {"gpu.fake.kthena-conformance.io/device-count": 4}),
+            "deviceClasses[0].nodes.selector.gpu.fake.kthena-conformance.io/device-count: expected a string, got 4 (quote it)",
             id="unquoted-label",
         ),
         pytest.param(
@@ -288,8 +294,8 @@ def test_the_shipped_files_are_valid_and_match_the_fake_drivers(name: str) -> No
             id="duplicate-attribute",
         ),
         pytest.param(
-            changed("deviceClasses.0.attributes.1.name", "gpu.example.com/model"),
-            "duplicate attribute 'gpu.example.com/model'",
+            changed("deviceClasses.0.attributes.1.name", "gpu.fake.kthena-conformance.io/model"),
+            "duplicate attribute 'gpu.fake.kthena-conformance.io/model'",
             id="duplicate-qualified",
         ),
         pytest.param(
@@ -405,7 +411,7 @@ def test_several_files_one_driver_each(tmp_path: Path) -> None:
     bad = write(tmp_path, changed("kind", "X"), "bad.yaml")
     with pytest.raises(CapabilityFileError) as err:
         load_all([a, b, bad])
-    assert any("driver 'gpu.example.com' is already declared by" in p for p in err.value.problems)
+    assert any("driver 'gpu.fake.kthena-conformance.io' is already declared by" in p for p in err.value.problems)
     assert any(p.startswith(f"{bad}:") for p in err.value.problems)
     assert len(load_all([SHIPPED / "gpu.yaml", SHIPPED / "npu.yaml"])) == 2
 
@@ -490,7 +496,7 @@ def test_device_checks_pass_for_what_the_file_declares(tmp_path: Path) -> None:
     caps = load_capabilities(write(tmp_path, VALID))
     nodes, slices = gpu_cluster({"gpu-0": 4, "gpu-1": 4})
     assert check_devices(caps, nodes, slices) == []
-    assert check_device_classes(caps, ["gpu.example.com", "other"]) == []
+    assert check_device_classes(caps, ["gpu.fake.kthena-conformance.io", "other"]) == []
 
 
 def test_device_checks_find_each_problem_at_its_level(tmp_path: Path) -> None:
@@ -505,18 +511,24 @@ def test_device_checks_find_each_problem_at_its_level(tmp_path: Path) -> None:
     assert (
         "MUST",
         "nodes",
-        "DeviceClass gpu.example.com",
-        "2 node(s) match the selector gpu.example.com/device-count=4; at least 3 declared",
+        "DeviceClass gpu.fake.kthena-conformance.io",
+        "2 node(s) match the selector gpu.fake.kthena-conformance.io/device-count=4; at least 3 declared",
     ) in found
-    assert ("MUST", "nodes", "node gpu-1", "publishes no ResourceSlice of driver gpu.example.com") in found
+    assert (
+        "MUST",
+        "nodes",
+        "node gpu-1",
+        "publishes no ResourceSlice of driver gpu.fake.kthena-conformance.io",
+    ) in found
     assert any(f[2] == "node gpu-0" and "publishes 3 device(s)" in f[3] and "devicesPerNode 4" in f[3] for f in found)
     assert any(
-        f[:3] == ("SHOULD", "attributes", "attribute colour of DeviceClass gpu.example.com")
+        f[:3] == ("SHOULD", "attributes", "attribute colour of DeviceClass gpu.fake.kthena-conformance.io")
         and f[3].startswith("missing on 3 device(s)")
         for f in found
     )
     assert any(
-        f[:3] == ("MUST", "attributes", "attribute uuid of DeviceClass gpu.example.com") and "is 'gpu-" in f[3]
+        f[:3] == ("MUST", "attributes", "attribute uuid of DeviceClass gpu.fake.kthena-conformance.io")
+        and "is 'gpu-" in f[3]
         for f in found
     )
     assert (
@@ -540,7 +552,7 @@ def test_the_off_by_one_fault_fails_the_device_count(tmp_path: Path) -> None:
         ({"name": "index", "type": "int"}, {"attributes": {"index": {"string": "0"}}}, "is of type string, declared int"),
         ({"name": "index", "type": "int", "atLeast": 2}, {"attributes": {"index": {"int": 1}}}, "is 1, declared at least 2"),
         ({"name": "v", "type": "version", "atLeast": "1.2.0"}, {"attributes": {"v": {"version": "1.1.9"}}}, "is 1.1.9, declared at least 1.2.0"),
-        ({"name": "v", "type": "version"}, {"attributes": {"gpu.example.com/v": {"version": "1.1.9"}}}, None),
+        ({"name": "v", "type": "version"}, {"attributes": {"gpu.fake.kthena-conformance.io/v": {"version": "1.1.9"}}}, None),
         ({"name": "mem", "capacity": True, "atLeast": "16Gi"}, {"capacity": {"mem": {"value": "8Gi"}}}, "is 8Gi, declared at least 16Gi"),
         ({"name": "mem", "capacity": True, "atLeast": "16Gi"}, {"capacity": {"mem": {"value": "80Gi"}}}, None),
         ({"name": "mem", "capacity": True}, {"attributes": {"mem": {"int": 1}}}, "missing"),
@@ -550,7 +562,7 @@ def test_the_off_by_one_fault_fails_the_device_count(tmp_path: Path) -> None:
 def test_attribute_problems(attr: dict[str, Any], device: dict[str, Any], problem: str | None) -> None:
     from conformance.framework.capabilities import Attribute
 
-    assert attribute_problem("gpu.example.com", Attribute.model_validate(attr), device) == problem
+    assert attribute_problem("gpu.fake.kthena-conformance.io", Attribute.model_validate(attr), device) == problem
 
 
 # -- the embedded cluster's pools and the CLI ---------------------------------------------------------
@@ -596,7 +608,7 @@ def _device(name: str, **attributes: Any) -> dict[str, Any]:
         ),
         pytest.param(
             "gpu.yaml",
-            {"name": "gpu-1", "attributes": {"gpu.example.com/index": {"int": 1}}},
+            {"name": "gpu-1", "attributes": {"gpu.fake.kthena-conformance.io/index": {"int": 1}}},
             {"GPU_DEVICE_1": "gpu-1"},
             id="qualified-attribute",
         ),
@@ -636,7 +648,10 @@ def test_cli_check(tmp_path: Path) -> None:
     runner = CliRunner()
     ok = runner.invoke(main, ["capabilities", "check", str(SHIPPED / "gpu.yaml"), str(SHIPPED / "npu.yaml")])
     assert ok.exit_code == 0, ok.output
-    assert "valid: driver gpu.example.com" in ok.output and "valid: driver npu.example.com" in ok.output
+    assert (
+        "valid: driver gpu.fake.kthena-conformance.io" in ok.output
+        and "valid: driver npu.fake.kthena-conformance.io" in ok.output
+    )
     bad = write(tmp_path, changed("deviceClasses.0.nodes.devicesPerNode", -1))
     result = runner.invoke(main, ["capabilities", "check", str(bad)])
     assert result.exit_code == 1
@@ -676,7 +691,10 @@ def test_the_report_records_the_drivers_and_verify_requires_them(tmp_path: Path)
 
     (good, _) = write(accelerators_report(True), tmp_path / "good")
     assert verify(good, catalog=[]) == []
-    assert yaml.safe_load(good.read_text())["accelerators"]["capabilities"][0]["driver"] == "gpu.example.com"
+    assert (
+        yaml.safe_load(good.read_text())["accelerators"]["capabilities"][0]["driver"]
+        == "gpu.fake.kthena-conformance.io"
+    )
     (bad, _) = write(accelerators_report(False), tmp_path / "bad")
     assert verify(bad, catalog=[]) == [
         "1 Accelerators test(s) ran but the report names no driver and capability file (accelerators.capabilities)"

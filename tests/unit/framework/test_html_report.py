@@ -48,9 +48,9 @@ ACCELERATORS: dict[str, Any] = {
             "file": "fake-devices/capabilities/gpu.yaml",
             "sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
             "vendor": "Example <GPU> Inc.",
-            "driver": "gpu.example.com",
+            "driver": "gpu.fake.kthena-conformance.io",
             "driverVersion": "1.2.3",
-            "deviceClasses": [{"name": "gpu.example.com", "level": "MUST"}],
+            "deviceClasses": [{"name": "gpu.fake.kthena-conformance.io", "level": "MUST"}],
         }
     ],
     "fakeDevices": True,
@@ -420,7 +420,7 @@ def test_support_preflight_cluster_and_accelerators(tmp_path: Path) -> None:
     }
     assert [words(li) for li in doc.one(id="simulates").find_all("li")] == ["kubelet (kwok)", "pod networking"]
 
-    capability = doc.one("tr", data_driver="gpu.example.com")
+    capability = doc.one("tr", data_driver="gpu.fake.kthena-conformance.io")
     assert ACCELERATORS["capabilities"][0]["sha256"] in words(capability)
     assert "Example <GPU> Inc." in words(capability) and "1.2.3" in words(capability)
     assert "gpu-large.example.com" in words(doc.one(id="accelerator-warnings"))
