@@ -88,6 +88,7 @@ def prove(
     queue, proofs, runs, seconds, reports = [first], {}, [], 0.0, []
     while queue:
         made = queue.pop(0)
+        inner = 2 if whole_suite else workers if made.scoped else 1
         where = tmp_path / re.sub(r"[^A-Za-z0-9_.-]+", "_", made.name or "round")
         data = kept_run(
             where,
@@ -95,13 +96,19 @@ def prove(
             ids=[] if whole_suite else made.ids(),
             reference_faults=made.specs(label),
             timeouts=WAIT_OVERRIDES,
-            workers=2 if whole_suite else workers if made.scoped else 1,
+            workers=inner,
             await_namespace_removal=False,  # the next run on this cluster need not wait for them
             **options,
         )
         reports.append(data)
         took = float((data.get("run") or {}).get("durationSeconds") or 0.0)
         seconds += took
+        if data.get("error") and not data.get("tests"):  # nothing ran: splitting would only repeat it
+            for fault in made.faults:
+                verdict = judge_variant(fault, descriptions[fault], data, list(patterns[fault]), write=False)
+                proofs[fault] = Proof(fault, verdict, made.name, made.scoped, str(data["error"]))
+            runs.append(f"{made.name}: no behaviour ran: {data['error']}")
+            continue
         why = untrusted(data, made) if made.scoped else ""
         proven: dict[str, bool] = {}
         for fault, targets in made.faults.items():
@@ -112,8 +119,9 @@ def prove(
             if final:
                 if record(fault):
                     judge_variant(fault, descriptions[fault], judged, list(patterns[fault]), round=made.name,
-                                  scoped=made.scoped, roundFaults=len(made.faults),
-                                  seconds=round(took / len(made.faults), 1), roundSeconds=took, **_extra(options))  # fmt: skip
+                                  scoped=made.scoped, roundFaults=len(made.faults), roundBehaviours=len(made.ids()),
+                                  roundWorkers=inner, seconds=round(took / len(made.faults), 1), roundSeconds=took,
+                                  **_extra(options))  # fmt: skip
                 proofs[fault] = Proof(fault, verdict, made.name, made.scoped, str(data.get("error") or ""))
         again = reruns(made, proven, trusted=not why)
         runs.append(
