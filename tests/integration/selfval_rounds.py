@@ -68,8 +68,8 @@ def plan_rounds(
     """The rounds that prove every fault of ``caught_by`` (fault -> target ids or patterns, expanded
     against the catalog's ``ids``).
 
-    Greedy colouring: faults (the ones with most targets first, then by name) go into the first
-    round where none of their targets is already a target (``key``: a
+    Greedy colouring: faults (those with a target most faults share first, then those with most
+    targets, then by name) go into the first round where none of their targets is already a target (``key``: a
     behaviour's namespace label, so two ids sharing a label count as one behaviour) and the round
     stays within ``max_targets`` behaviours. Each scoped round gets one sentinel of each group of
     ``sentinels`` (alternatives, in order of preference) that none of its faults targets. Faults in ``unscopable`` and faults whose patterns
@@ -77,10 +77,15 @@ def plan_rounds(
     add to it). Scoped rounds come first, largest first (they take longest)."""
     blocked = set(unscopable)
     expanded = {fault: expand(patterns, ids) for fault, patterns in caught_by.items()}
-    scoped = sorted(
-        (f for f in expanded if f not in blocked and expanded[f]),
-        key=lambda f: (-len(expanded[f]), f),
-    )
+    candidates = [f for f in expanded if f not in blocked and expanded[f]]
+    keys_of = {f: {key(i) for i in expanded[f]} for f in candidates}
+    sharing: dict[str, int] = {}
+    for f in candidates:
+        for k in keys_of[f]:
+            sharing[k] = sharing.get(k, 0) + 1
+    # the most constrained first (a behaviour many faults target), so they spread over the rounds
+    conflicts = {f: max(sharing[k] for k in keys_of[f]) for f in candidates}
+    scoped = sorted(candidates, key=lambda f: (-conflicts[f], -len(expanded[f]), f))
     groups: list[tuple[dict[str, tuple[str, ...]], set[str]]] = []
     for fault in scoped:
         keys = {key(i) for i in expanded[fault]}

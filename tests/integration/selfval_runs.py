@@ -10,6 +10,7 @@ The imperative shell of the planner: the test modules (kwok-only and real-node v
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,9 +27,25 @@ from tests.integration.variant_records import Verdict, judge_variant
 ROUND_WORKERS = 4
 
 
+# Behaviours that share one namespace (a module fixture runs their scenarios side by side) -> the
+# label the suite gives it: by the module that defines them (a unit test checks every
+# ``namespaces.create`` call of the suite is the per-behaviour one or listed here).
+SHARED_NAMESPACES = {"conformance.suites.inplace.test_progress_deadline.": "inplace/progress-deadline"}
+
+
+@functools.cache
+def _origins() -> dict[str, str]:
+    from conformance.framework.catalog import collect
+
+    return {b.id: b.origin for b in collect()}
+
+
 def label(behaviour_id: str) -> str:
-    """The namespace label the suite gives a behaviour's test namespace (what a scoped fault matches)."""
-    return _label_value(behaviour_id)
+    """The label of the namespace a behaviour runs in (what a scoped fault matches): its own id,
+    or the shared namespace's (:data:`SHARED_NAMESPACES`)."""
+    origin = _origins().get(behaviour_id, "")
+    shared = next((ns for module, ns in SHARED_NAMESPACES.items() if origin.startswith(module)), behaviour_id)
+    return _label_value(shared)
 
 
 @dataclass

@@ -130,3 +130,25 @@ def test_the_tables_make_rounds_where_no_behaviour_meets_two_faults() -> None:
         assert made.scoped or len(made.faults) == 1
     assert {f for r in ROUNDS if not r.scoped for f in r.faults} >= UNSCOPABLE & set(CAUGHT_BY)
     assert sum(r.scoped for r in ROUNDS) < len(CAUGHT_BY) / 5, "rounds must grow much slower than faults"
+
+
+def test_behaviours_sharing_a_namespace_share_its_label_and_every_shared_namespace_is_known() -> None:
+    import re
+    from pathlib import Path
+
+    from tests.integration.selfval_runs import SHARED_NAMESPACES, label
+
+    assert label("inplace/progress-deadline/role-recreate") == label("inplace/progress-deadline/recovery-none")
+    assert label("inplace/progress-deadline/role-recreate") == "inplace.progress-deadline"
+    assert label("core/status/settled") == "core.status.settled"
+    root = Path(__file__).resolve().parents[2] / "conformance"
+    calls = {
+        (str(path.relative_to(root)), m.group(1).strip())
+        for path in root.rglob("*.py")
+        for m in re.finditer(r"namespaces\.create\(\s*\w+,\s*[\w.]+,\s*([^,]+),", path.read_text())
+    }
+    shared = {(f, n) for f, n in calls if n != "bid"}
+    assert ("framework/plugin.py", "bid") in calls, calls
+    assert {n.strip('"') for _, n in shared} == set(SHARED_NAMESPACES.values()), (
+        f"a suite module creates a namespace shared by several behaviours: add it to SHARED_NAMESPACES; {shared}"
+    )
