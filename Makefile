@@ -86,6 +86,7 @@ bench: binaries
 	$(BIN)/python -m bench.rollout_bench
 	$(BIN)/python -m bench.dra_bench
 	$(BIN)/python -m bench.suite_bench
+	$(BIN)/python -m bench.selfval_bench
 
 clean:
 	-$(BIN)/kthena-conformance cluster sweep

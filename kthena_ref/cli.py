@@ -180,6 +180,15 @@ def check_update_command(old_path: Path, new_path: Path, role: str | None, outpu
         click.echo("no image changes")
 
 
+def _fault_specs(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    """``--fault`` values checked (a known NAME, a non-empty PATTERN after '@'), as a usage error."""
+    try:
+        faults.plan(value, "--fault")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
+
+
 MANIFESTS = ("crd", "autoscaling-crd", "modelbooster-crd", "rbac", "podgroup-crd", "controller")
 DEFAULT_MANIFESTS = ("crd", "autoscaling-crd", "modelbooster-crd", "rbac", "podgroup-crd")
 _GENERATED = ("crd", "autoscaling-crd", "modelbooster-crd")  # from the pydantic types, not deploy/*.yaml
@@ -190,9 +199,10 @@ _GENERATED = ("crd", "autoscaling-crd", "modelbooster-crd")  # from the pydantic
 @click.option("--image", default="kthena-ref:dev", show_default=True, help="controller image (controller manifest)")
 @click.option("--ca-bundle-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="PEM CA that signed the webhook's serving certificate (controller manifest)")  # fmt: skip
-@click.option("--fault", "fault_names", multiple=True, metavar="NAME", type=click.Choice(sorted(faults.FAULTS)),
+@click.option("--fault", "fault_names", multiple=True, metavar="NAME[@PATTERN]", callback=_fault_specs,
               help=f"self-validation only: a fault the CRD schema carries (no-schema-defaults, ...); default: "
-              f"${faults.ENV}")  # fmt: skip
+              f"${faults.ENV}. A scoped fault (NAME@PATTERN) never reaches the schema; it adds the right to read "
+              "namespaces (their labels scope it) to the ClusterRole")  # fmt: skip
 def manifests_command(
     which: tuple[str, ...], image: str, ca_bundle_file: Path | None, fault_names: tuple[str, ...]
 ) -> None:
@@ -227,7 +237,12 @@ def manifests_command(
             text = text.replace("image: IMAGE", f"image: {image}").replace(
                 "caBundle: CA_BUNDLE", f"caBundle: {base64.b64encode(ca_bundle_file.read_bytes()).decode()}"
             )
-        docs.extend(d for d in yaml.load_all(text, Loader=_YAML_LOADER) if d)
+        loaded = [d for d in yaml.load_all(text, Loader=_YAML_LOADER) if d]
+        if name == "rbac" and faults.scoped():  # scoped faults read their namespace's label
+            for doc in loaded:
+                if doc.get("kind") == "ClusterRole":
+                    doc["rules"].append({"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]})
+        docs.extend(loaded)
     click.echo(yaml.dump_all(docs, Dumper=_YAML_DUMPER, sort_keys=False), nl=False)
 
 
@@ -248,9 +263,11 @@ def manifests_command(
 @click.option("--webhook-host", default="0.0.0.0", show_default=True)
 @click.option("--webhook-cert", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None)
 @click.option("--webhook-key", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None)
-@click.option("--fault", "fault_names", multiple=True, metavar="NAME", type=click.Choice(sorted(faults.FAULTS)),
+@click.option("--fault", "fault_names", multiple=True, metavar="NAME[@PATTERN]", callback=_fault_specs,
               help=f"self-validation only: break one documented behaviour (repeatable; default: ${faults.ENV}, "
-              f"comma-separated). One of: {', '.join(sorted(faults.FAULTS))}")  # fmt: skip
+              f"comma-separated); NAME@PATTERN breaks it only in namespaces whose label {faults.SCOPE_LABEL} "
+              f"matches the fnmatch PATTERN (repeat for more patterns). NAME is one of: "
+              f"{', '.join(sorted(faults.FAULTS))}")  # fmt: skip
 @click.option("--variation", "variation_names", multiple=True, metavar="NAME",
               type=click.Choice(sorted(variations.VARIATIONS)),
               help=f"a conformant variation: another choice the spec leaves open (repeatable; default: "
@@ -290,9 +307,12 @@ def run_command(
 
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if active:
+        scoped = faults.scoped()
         logging.getLogger("kthena_ref.faults").warning(
             "FAULTS INJECTED (self-validation only, this controller is deliberately broken): %s",
-            ", ".join(sorted(active)),
+            ", ".join(
+                f"{n} (in namespaces labelled {'|'.join(scoped[n])})" if n in scoped else n for n in sorted(active)
+            ),
         )
     if varied:
         logging.getLogger("kthena_ref.variations").warning(

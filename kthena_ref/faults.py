@@ -12,22 +12,38 @@ Faults are never on by default. They are switched on for a process with
 ``KTHENA_REF_FAULTS`` (comma-separated names) when no ``--fault`` is given; ``run`` logs a WARNING
 naming every active fault when it starts. Unknown names are an error, never silently ignored.
 
+Scoped faults. ``--fault NAME@PATTERN`` switches NAME on only for work on objects in namespaces
+whose label ``conformance.kthena.io/behaviour`` (the suite labels each test namespace with the
+behaviour it runs) matches the fnmatch PATTERN; repeating the name adds patterns. Self-validation
+uses them to run several faults in one controller, each where only its own target behaviours run.
+The controller's entry points (a reconcile, an admission request, an autoscaler pass over one
+policy, a conversion) enter the namespace's scope with :func:`in_scope` (a context variable, so
+concurrent tasks each see their own); a scoped fault consulted outside any scope (the CRD schema
+``manifests`` prints, start-up) is inactive, never active everywhere. A fault may not be given
+both process-wide and scoped.
+
 Purity. The planner, the plugins and the admission rules are pure functions of their arguments,
-with one deliberate exception: :func:`active` reads this module's process-wide switch (the names
-given to :func:`configure`, else the environment variable). That state is set once when the
-process starts and never changes while it runs, so every plan is still a function of its input
-for the whole life of a controller; unit tests switch faults with :func:`injected`, which
-restores the previous state when it exits.
+with one deliberate exception: :func:`active` reads this module's switch (the names given to
+:func:`configure`, else the environment variable, and for scoped faults the scope the caller's
+task entered). The switch is set once when the process starts and never changes while it runs,
+so every plan is still a function of its input (and its namespace) for the whole life of a
+controller; unit tests switch faults with :func:`injected`, which restores the previous state
+when it exits.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 ENV = "KTHENA_REF_FAULTS"
+# The namespace label a scoped fault's patterns match (the suite labels every test namespace with it).
+SCOPE_LABEL = "conformance.kthena.io/behaviour"
 
 FAULTS: dict[str, str] = {
     # Core
@@ -762,21 +778,58 @@ FAULTS: dict[str, str] = {
 }
 
 
+@dataclass(frozen=True)
+class Plan:
+    """Which faults are on: ``everywhere`` for the whole process, ``scoped`` (name -> fnmatch
+    patterns of the namespace label :data:`SCOPE_LABEL`) only inside matching namespaces."""
+
+    everywhere: frozenset[str] = frozenset()
+    scoped: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def names(self) -> frozenset[str]:
+        return self.everywhere | frozenset(self.scoped)
+
+
 @dataclass
 class _Switch:
-    configured: frozenset[str] | None = None  # set by configure(); None: read the environment
-    env: tuple[str, frozenset[str]] = ("", frozenset())  # (raw value, parsed): parsed once per value
+    configured: Plan | None = None  # set by configure(); None: read the environment
+    env: tuple[str, Plan] = ("", Plan())  # (raw value, parsed): parsed once per value
+    warned: set[str] = field(default_factory=set)  # scoped faults consulted outside any scope, said once
+    consulted: list[set[str]] = field(default_factory=list)  # open consulted() blocks
 
 
 _SWITCH = _Switch()
+# The scoped faults on in the current task's namespace; None: no namespace scope entered.
+_SCOPE: ContextVar[frozenset[str] | None] = ContextVar("kthena_ref_fault_scope", default=None)
+log = logging.getLogger(__name__)
+
+
+def plan(specs: Iterable[str], source: str = "the fault list") -> Plan:
+    """The :class:`Plan` of fault specs (``NAME`` or ``NAME@PATTERN``); ValueError, naming
+    ``source``, for an unknown name, an empty pattern, or a name given both ways."""
+    everywhere: set[str] = set()
+    scoped: dict[str, list[str]] = {}
+    for spec in specs:
+        name, at, pattern = spec.strip().partition("@")
+        name, pattern = name.strip(), pattern.strip()
+        if not at:
+            everywhere.add(name)
+        elif not pattern:
+            raise ValueError(f"{source}: {spec.strip()!r} has no namespace pattern after '@' (NAME@PATTERN)")
+        else:
+            scoped.setdefault(name, []).append(pattern)
+    unknown = sorted((everywhere | scoped.keys()) - FAULTS.keys())
+    if unknown:
+        raise ValueError(f"unknown fault(s) in {source}: {', '.join(unknown)} (known: {', '.join(sorted(FAULTS))})")
+    both = sorted(everywhere & scoped.keys())
+    if both:
+        raise ValueError(f"{source}: {', '.join(both)} given both process-wide and scoped (NAME@PATTERN): pick one")
+    return Plan(frozenset(everywhere), {n: tuple(dict.fromkeys(p)) for n, p in sorted(scoped.items())})
 
 
 def _validated(names: Iterable[str], source: str) -> frozenset[str]:
-    chosen = frozenset(names)
-    unknown = sorted(chosen - FAULTS.keys())
-    if unknown:
-        raise ValueError(f"unknown fault(s) in {source}: {', '.join(unknown)} (known: {', '.join(sorted(FAULTS))})")
-    return chosen
+    chosen = plan(names, source)
+    return chosen.names()
 
 
 def parse(value: str, source: str = ENV) -> frozenset[str]:
@@ -784,40 +837,101 @@ def parse(value: str, source: str = ENV) -> frozenset[str]:
     return _validated((part.strip() for part in value.split(",") if part.strip()), source)
 
 
-def from_env() -> frozenset[str]:
-    """The faults ``KTHENA_REF_FAULTS`` names (empty when it is unset); ValueError for unknown ones."""
+def _env_plan() -> Plan:
     raw = os.environ.get(ENV, "")
     if raw != _SWITCH.env[0]:
-        _SWITCH.env = (raw, parse(raw))
+        _SWITCH.env = (raw, plan((part for part in raw.split(",") if part.strip()), ENV))
     return _SWITCH.env[1]
 
 
+def from_env() -> frozenset[str]:
+    """The fault specs ``KTHENA_REF_FAULTS`` gives (empty when it is unset); ValueError for unknown ones."""
+    _env_plan()
+    raw = os.environ.get(ENV, "")
+    return frozenset(part.strip() for part in raw.split(",") if part.strip())
+
+
 def configure(names: Iterable[str] | None) -> frozenset[str]:
-    """Make exactly ``names`` the active faults of this process (None: follow the environment
-    variable again); ValueError naming the known faults if any name is unknown."""
+    """Make exactly ``names`` (fault specs: ``NAME`` or ``NAME@PATTERN``) the active faults of this
+    process (None: follow the environment variable again); ValueError naming the known faults if
+    any name is unknown. Returns the names now on (process-wide or scoped)."""
     if isinstance(names, str):
         names = [names]  # one name, not its characters
-    _SWITCH.configured = None if names is None else _validated(names, "the fault list")
-    return enabled()
+    _SWITCH.configured = None if names is None else plan(names)
+    return _current().names()
+
+
+def _current() -> Plan:
+    return _SWITCH.configured if _SWITCH.configured is not None else _env_plan()
 
 
 def enabled() -> frozenset[str]:
-    """The active faults: those given to :func:`configure`, else those in ``KTHENA_REF_FAULTS``."""
-    return _SWITCH.configured if _SWITCH.configured is not None else from_env()
+    """The faults on for the whole process: those given to :func:`configure`, else those in
+    ``KTHENA_REF_FAULTS`` (scoped faults are in :func:`scoped`)."""
+    return _current().everywhere
+
+
+def scoped() -> Mapping[str, tuple[str, ...]]:
+    """The scoped faults and their namespace-label patterns (empty unless some are configured)."""
+    return _current().scoped
+
+
+def matching(label: str | None) -> frozenset[str]:
+    """The scoped faults on in a namespace whose :data:`SCOPE_LABEL` is ``label`` (None: unlabelled)."""
+    if label is None:
+        return frozenset()
+    return frozenset(n for n, patterns in scoped().items() if any(fnmatch.fnmatchcase(label, p) for p in patterns))
+
+
+@contextmanager
+def in_scope(label: str | None) -> Iterator[frozenset[str]]:
+    """Inside the block (in this task and the tasks it starts), the scoped faults matching a
+    namespace labelled ``label`` are on; the previous scope comes back after."""
+    token = _SCOPE.set(matching(label))
+    try:
+        yield _SCOPE.get() or frozenset()
+    finally:
+        _SCOPE.reset(token)
 
 
 def active(name: str) -> bool:
-    """Is fault ``name`` switched on? (A typo in a hook is a bug: unknown names raise.)"""
+    """Is fault ``name`` switched on here? (A typo in a hook is a bug: unknown names raise.)"""
     if name not in FAULTS:
         raise ValueError(f"unknown fault {name!r}")
-    return name in enabled()
+    for names in _SWITCH.consulted:
+        names.add(name)
+    current = _current()
+    if name in current.everywhere:
+        return True
+    if name not in current.scoped:
+        return False
+    here = _SCOPE.get()
+    if here is None:
+        if name not in _SWITCH.warned:
+            _SWITCH.warned.add(name)
+            log.warning("scoped fault %s consulted outside any namespace scope: inactive there", name)
+        return False
+    return name in here
 
 
 @contextmanager
 def injected(*names: str) -> Iterator[frozenset[str]]:
-    """For tests: exactly ``names`` are active inside the block; the previous state comes back after."""
+    """For tests: exactly ``names`` (``NAME`` or ``NAME@PATTERN``) are on inside the block; the
+    previous state comes back after."""
     previous = _SWITCH.configured
     try:
         yield configure(names)
     finally:
         _SWITCH.configured = previous
+
+
+@contextmanager
+def consulted() -> Iterator[set[str]]:
+    """The names :func:`active` is asked about inside the block (self-validation derives from it
+    which faults the rendered CRD schema consults: those cannot be scoped to a namespace)."""
+    names: set[str] = set()
+    _SWITCH.consulted.append(names)
+    try:
+        yield names
+    finally:
+        _SWITCH.consulted.remove(names)

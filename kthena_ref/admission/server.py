@@ -30,6 +30,7 @@ from aiohttp import web
 from .. import faults
 from ..api.autoscaling import KIND as POLICY_KIND
 from ..api.autoscaling import PLURAL as POLICY_PLURAL
+from ..runtime import scope
 from .autoscaling_rules import lookup_target, validate_policy
 from .rules import message, validate
 
@@ -161,7 +162,9 @@ async def _answer(request: web.Request, respond: Callable[[dict[str, Any]], Awai
         review = json.loads(await request.read())
         if not isinstance(review, dict):
             raise ValueError("the body is not a JSON object")
-        answer = await respond(review)
+        request_ns = review.get("request", {}).get("namespace") if isinstance(review.get("request"), dict) else None
+        async with scope.namespace(request_ns if isinstance(request_ns, str) else None):  # scoped faults
+            answer = await respond(review)
     except ValueError as exc:
         return web.json_response({"error": str(exc)}, status=400)
     except Exception:  # never leave the API server without an answer

@@ -89,7 +89,7 @@ class Autoscaler:
         for uid in set(self.memory) - live:
             self.memory.pop(uid, None)
             self.reported.pop(uid, None)
-        await asyncio.gather(*(self._reconcile(session, p) for p in policies))
+        await asyncio.gather(*(self._reconcile_in_scope(session, p) for p in policies))
         self.loops += 1
 
     async def _policies(self) -> list[Obj] | None:
@@ -113,6 +113,12 @@ class Autoscaler:
         self.forbidden = False
         items: list[Obj] = got.get("items", [])
         return items
+
+    async def _reconcile_in_scope(self, session: aiohttp.ClientSession, policy: Obj) -> None:
+        from ..runtime import scope
+
+        async with scope.namespace(policy["metadata"].get("namespace")):  # the faults scoped to it (self-validation)
+            await self._reconcile(session, policy)
 
     async def _reconcile(self, session: aiohttp.ClientSession, policy: Obj) -> None:
         meta = policy["metadata"]

@@ -26,6 +26,7 @@ from ..autoscaler.loop import LOOP_SECONDS, Autoscaler
 from ..executor import Executor
 from ..planner.names import LABEL_NAME
 from ..planner.plan import Event, InstanceKey, Observed, PendingDeletion, plan
+from . import scope
 from .expectations import Expectations
 from .informer import Informer, Obj, key_of
 from .workqueue import WorkQueue
@@ -230,7 +231,8 @@ class Controller:
             if key is None:
                 return
             try:
-                again = await self.reconcile(key)
+                async with scope.namespace(key.partition("/")[0]):  # the faults scoped to it (self-validation)
+                    again = await self.reconcile(key)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

@@ -30,6 +30,7 @@ from ..api.types import PLURAL as MS_PLURAL
 from ..convert import Conversion, Problem
 from ..convert.plan import Actions, controlled_by, plan
 from ..events import event_body
+from . import scope
 from .informer import Handler, Informer, InformerConfig, Obj, key_of
 from .workqueue import WorkQueue
 
@@ -197,7 +198,8 @@ class Converters:
             if item is None:
                 return
             try:
-                await self.reconcile(item)
+                async with scope.namespace(item.partition("|")[2].partition("/")[0]):  # scoped faults
+                    await self.reconcile(item)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from kubernetes_asyncio import client, config
 
+from . import scope
 from .controller import Controller, ControllerConfig
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ async def run_controller(
             return
     runner = None
     api = await _api(kubeconfig)
+    scope.use(api)  # scoped faults (self-validation) read namespace labels through it
     try:
         if webhook is not None:  # admission does not need the Lease: every replica answers
             from ..admission.server import serve
@@ -82,4 +84,5 @@ async def run_controller(
     finally:
         if runner is not None:  # first: the eviction webhook answers through ``api``
             await runner.cleanup()
+        scope.use(None)
         await api.close()

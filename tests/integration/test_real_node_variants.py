@@ -12,8 +12,9 @@ And the recovery faults the kwok-only variants already catch through a simulated
 again here where the container crashes for real (:data:`ALSO_ON_REAL_NODES`): the real path of
 those behaviours can fail too.
 
-The reference's variants share one kept embedded cluster with real nodes (a variant restarts only
-the controller); the fake driver's variant gets a cluster of its own (its fault is read when the
+The reference's variants share one kept embedded cluster with real nodes and run in rounds, like
+test_self_validation.py's (several faults per controller start, each scoped to the namespaces of
+its own targets); the fake driver's variant gets a cluster of its own (its fault is read when the
 cluster's drivers start). All in the serial pass: the host runs one real-node cluster at a time.
 Needs what ``test_real_node.py`` needs; skipped (or failed, with ``KTHENA_REQUIRE_REAL_NODES=1``)
 without it. Records go to ``reports/self-validation/<fault>.json`` like the other variants'.
@@ -35,12 +36,15 @@ from conformance.cluster.kube import api_client
 from conformance.cluster.local.provider import LocalProvider
 from conformance.cluster.realnode import host
 from conformance.cluster.realnode.config import NODE_KIND_LABEL
+from conformance.framework.catalog import collect
 from conformance.runner import RunOptions, run
 from fake_devices.drivers import FAULTS as DEVICE_FAULTS
 from kthena_ref.faults import FAULTS
 from tests.integration.kept_runs import WAIT_OVERRIDES
 from tests.integration.real_nodes import require_host, snapshot
-from tests.integration.test_self_validation import CAUGHT_BY, REAL_NODE_CAUGHT_BY
+from tests.integration.selfval_rounds import Round, plan_rounds
+from tests.integration.selfval_runs import failures, label, prove
+from tests.integration.test_self_validation import CAUGHT_BY, REAL_NODE_CAUGHT_BY, SENTINELS, UNSCOPABLE
 from tests.integration.variant_records import judge_variant
 
 pytestmark = [pytest.mark.serial, pytest.mark.slow, pytest.mark.self_validation]
@@ -130,13 +134,31 @@ def test_a_kubelet_plugin_fault_is_caught(fault: str, tmp_path: Path) -> None:
                  fake_device_faults=[fault], fake_devices=True)  # fmt: skip
 
 
-@pytest.mark.parametrize("fault", sorted(REAL_NODE_CAUGHT_BY))
-def test_a_reference_fault_only_a_container_shows_is_caught(fault: str, real_cluster: str, tmp_path: Path) -> None:
-    _variant(tmp_path, real_cluster, fault, FAULTS[fault], REAL_NODE_CAUGHT_BY[fault], True, reference_faults=[fault])
+# The reference's variants on real nodes, in rounds like test_self_validation.py's (scoped faults, one
+# controller start per round, sentinels; split and rerun when a round cannot be trusted): the faults only a
+# running container shows (recorded), and the recovery faults again where containers crash for real (the
+# kwok-only variant's record stays the fault's record). Sentinels: a reconcile and an admission request only
+# (every behaviour here starts real containers).
+REAL_CAUGHT_BY = {**REAL_NODE_CAUGHT_BY, **{f: CAUGHT_BY[f] for f in ALSO_ON_REAL_NODES}}
+REAL_ROUNDS = plan_rounds(
+    REAL_CAUGHT_BY, [b.id for b in collect()], unscopable=UNSCOPABLE, sentinels=SENTINELS[:2], key=label
+)
 
 
-@pytest.mark.parametrize("fault", ALSO_ON_REAL_NODES)
-def test_a_recovery_fault_is_caught_where_containers_crash_for_real(
-    fault: str, real_cluster: str, tmp_path: Path
+@pytest.mark.parametrize("made", REAL_ROUNDS, ids=[r.name for r in REAL_ROUNDS])
+def test_reference_faults_are_caught_where_containers_run_for_real(
+    made: Round, real_cluster: str, tmp_path: Path
 ) -> None:
-    _variant(tmp_path, real_cluster, fault, FAULTS[fault], CAUGHT_BY[fault], False, reference_faults=[fault])
+    outcome = prove(made, real_cluster, tmp_path, FAULTS, REAL_CAUGHT_BY, record=lambda f: f in REAL_NODE_CAUGHT_BY,
+                    workers=2, real_nodes=True)  # fmt: skip
+    print(f"{made.name}: {'; '.join(outcome.runs)}")
+    missed = failures(outcome, list(made.faults))
+    assert not missed, "\n".join([*missed, f"runs: {outcome.runs}"])
+    # a broken variant may fail before its Pods run (nothing observed yet), never on the simulated path
+    simulated = {i: o for data in outcome.reports for i, o in _observed(data).items() if o.startswith("simulated")}
+    assert not simulated, f"simulated, not real: {simulated}"
+    assert all(any("real nodes: yes" in n for n in data["notes"]) for data in outcome.reports), outcome.runs
+
+
+def _observed(data: dict[str, Any]) -> dict[str, str]:
+    return {t["id"]: t.get("observed") or "" for t in data["tests"]}

@@ -1,30 +1,34 @@
 """Self-validation: every switchable fault of the reference controller is caught by the behaviour
-it targets, at a cost that grows with the number of faults, not faults x behaviours.
+it targets, on every run, at a cost that grows much slower than the number of faults.
 
-For each fault in :data:`CAUGHT_BY` the suite runs only the behaviours that fault must break,
-against the reference controller started with that fault (``kthena-ref run --fault NAME``), and
-at least one of them must come out non-conformant (and the run's verdict ``failure``), or, for a
-SHOULD or MAY target, ``warning`` (which never fails a run; the record's ``caughtAs`` says which).
-What makes a catch mean something:
+Each fault in :data:`CAUGHT_BY` must make every behaviour of its row come out non-conformant (or,
+for a SHOULD or MAY target, ``warning``, which never fails a run; the record's ``caughtAs`` says
+which). What makes a catch mean something:
 
 - the waits are the same as the control run's (``test_conformance_suite.py`` runs the whole suite
   against the healthy reference with ``kept_runs.WAIT_OVERRIDES`` too), so a behaviour that passes for the
   healthy controller within these waits and fails for the broken one is failed by the fault, not
   by a short deadline;
-- every variant runs through the same :func:`conformance.runner.run` a user runs: cluster, deploy,
-  preflight, the pytest passes, the report.
+- every run goes through the same :func:`conformance.runner.run` a user runs: cluster, deploy,
+  preflight, the pytest passes, the report;
+- the fault is the only one its targets meet: faults run in *rounds* (tests/integration/
+  selfval_rounds.py), one controller start each, every fault scoped to the namespaces of its own
+  targets (``kthena-ref run --fault NAME@LABEL``); no behaviour is the target of two faults of a
+  round, sentinel behaviours with no fault must pass beside them and the controller must not crash,
+  else the round is split and run again; a fault whose targets do not all fail in a trusted round
+  runs again alone, process-wide. Faults the CRD schema consults (:data:`UNSCOPABLE`, derived from
+  the code) always run alone.
 
-Cost: a variant reuses a kept embedded cluster (one per xdist worker; ``make test`` runs this
-module on several workers, so variants that wait out a deadline overlap) and restarts only the
-controller. Faults that break behaviour the spec does not document cannot be caught by a
-spec-only suite; they are listed in :data:`UNDETECTABLE` with the reason. Each variant's outcome
-goes to ``reports/self-validation/<fault>.json``; ``tests/conftest.py`` sums them up in
+Cost: a round reuses a kept embedded cluster (one per xdist worker; ``make test`` runs this module
+on several workers) and restarts only the controller; its behaviours run on several inner workers.
+Faults that break behaviour the spec does not document cannot be caught by a spec-only suite; they
+are listed in :data:`UNDETECTABLE` with the reason. Each fault's outcome goes to
+``reports/self-validation/<fault>.json``; ``tests/conftest.py`` sums them up in
 ``reports/self-validation.json`` and on the terminal.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,8 +37,9 @@ import pytest
 
 from conformance.framework.catalog import collect
 from kthena_ref.faults import FAULTS
-from tests.integration.kept_runs import WAIT_OVERRIDES, kept_cluster, kept_run
-from tests.integration.variant_records import judge_variant
+from tests.integration.kept_runs import kept_cluster
+from tests.integration.selfval_rounds import Round, alone, plan_rounds
+from tests.integration.selfval_runs import failures, label, prove
 
 pytestmark = [pytest.mark.serial, pytest.mark.own_controller, pytest.mark.slow, pytest.mark.self_validation]
 
@@ -395,44 +400,65 @@ def test_every_fault_is_classified() -> None:
 @pytest.fixture(scope="session")
 def variant_cluster(worker_id: str) -> Iterator[str]:
     """One kept embedded cluster per xdist worker (dying with this process), reused by every
-    variant the worker runs: a variant restarts only the controller."""
+    round the worker runs: a round restarts only the controller."""
     yield from kept_cluster(f"selfval-{worker_id}-{os.getpid()}")
 
 
-# `make test-all`: every variant runs the whole suite (faults x behaviours) and records what else
-# it breaks; the targets must still be among the non-conformant behaviours.
+# `make test-all`: every variant runs the whole suite (faults x behaviours), alone, and records what
+# else it breaks; the targets must still be among the non-conformant behaviours.
 EXHAUSTIVE = os.environ.get("KTHENA_SELFVAL_EXHAUSTIVE") == "1"
 
 
-def _slow_variants_first(faults: list[str]) -> list[str]:
-    """Variants whose targets include a slow behaviour (a deadline of a minute or more) first, so the
-    pass's workers overlap them with the short ones instead of ending on them; by name otherwise."""
-    slow = {b.id for b in collect() if b.slow}
+def schema_faults() -> frozenset[str]:
+    """The faults the rendered CRD schemas consult (``kthena-ref manifests --fault``): the harness
+    installs those schemas for the whole cluster, so these faults cannot be scoped to a namespace."""
+    from kthena_ref import faults
+    from kthena_ref.api.autoscaling_crd import crd as autoscaling_crd
+    from kthena_ref.api.crd import crd
+    from kthena_ref.api.modelbooster_crd import crd as modelbooster_crd
 
-    def waits_long(fault: str) -> bool:
-        return any(fnmatch.fnmatchcase(i, p) for p in CAUGHT_BY[fault] for i in slow)
+    with faults.consulted() as names:
+        crd(), autoscaling_crd(), modelbooster_crd()
+    return frozenset(names)
 
-    return sorted(faults, key=lambda f: (not waits_long(f), f))
+
+UNSCOPABLE = schema_faults()
+# Sentinels: quick behaviours, one of each group (the first no fault of the round targets), run with
+# no fault in their namespace beside every scoped round: a reconcile, an admission request, a
+# conversion, an autoscaler pass. If one does not pass, a fault reached beyond its namespaces.
+SENTINELS = [
+    ["core/servinggroup/pods-created", "core/status/settled", "core/role/replicas-change"],
+    ["core/admission/role-name-unique", "core/admission/roles-item-count", "core/admission/role-name-pattern"],
+    ["modelbooster/convert/worker-image", "modelbooster/convert/runtime-class", "lws/convert/size-three-layout"],
+    [
+        "autoscaling/homogeneous/scale-up",
+        "autoscaling/homogeneous/max-replicas",
+        "autoscaling/homogeneous/scale-down",
+        "autoscaling/target/other-kind-not-scaled",
+        "autoscaling/disaggregated/fixed-role",
+        "autoscaling/homogeneous/status",
+        "autoscaling/disaggregated/ratio-kept",
+    ],
+]
+# Behaviours per scoped round: about a sixth of the targets each, so the pass's workers share them.
+ROUND_TARGETS = 45
 
 
-@pytest.mark.parametrize("fault", _slow_variants_first(list(CAUGHT_BY)))
-def test_the_suite_catches_a_broken_variant(fault: str, variant_cluster: str, tmp_path: Path) -> None:
-    data = kept_run(
-        tmp_path,
-        variant_cluster,
-        ids=[] if EXHAUSTIVE else CAUGHT_BY[fault],
-        reference_faults=[fault],
-        timeouts=WAIT_OVERRIDES,
-        workers=2 if EXHAUSTIVE else 1,
-        await_namespace_removal=False,  # the next variant on this cluster need not wait for them
-    )
-    verdict = judge_variant(fault, FAULTS[fault], data, CAUGHT_BY[fault])
-    outcomes, caught, messages = verdict.outcomes, verdict.caught, verdict.messages
-    assert caught, f"no test noticed fault {fault!r} ({FAULTS[fault]}); outcomes: {outcomes}; messages: {messages}"
-    # Every target must fail: a row is the proof that each behaviour in it is able to fail.
-    assert not verdict.missed, (
-        f"fault {fault!r} ({FAULTS[fault]}) was not caught by {verdict.missed}; outcomes: {outcomes}; "
-        f"messages: {messages}"
-    )
-    if any(outcomes[i] == "non-conformant" for i in caught):  # a warning alone never fails a run
-        assert data["verdict"] == "failure" and data["exitCode"] == 1, (data["verdict"], data["exitCode"])
+def plan(caught_by: dict[str, list[str]], unscopable: frozenset[str] = UNSCOPABLE) -> list[Round]:
+    """The rounds of ``caught_by`` (tests/integration/selfval_rounds.py) against the catalog."""
+    return plan_rounds(
+        caught_by, [b.id for b in collect()], unscopable=unscopable, sentinels=SENTINELS, key=label,
+        max_targets=ROUND_TARGETS,
+    )  # fmt: skip
+
+
+ROUNDS = plan(CAUGHT_BY)
+RUNS = [alone(f, CAUGHT_BY[f]) for f in sorted(CAUGHT_BY)] if EXHAUSTIVE else ROUNDS
+
+
+@pytest.mark.parametrize("made", RUNS, ids=[r.name for r in RUNS])
+def test_the_suite_catches_the_broken_variants_of_a_round(made: Round, variant_cluster: str, tmp_path: Path) -> None:
+    outcome = prove(made, variant_cluster, tmp_path, FAULTS, CAUGHT_BY, whole_suite=EXHAUSTIVE)
+    print(f"{made.name}: {'; '.join(outcome.runs)}")
+    missed = failures(outcome, list(made.faults))
+    assert not missed, "\n".join([*missed, f"runs: {outcome.runs}"])
