@@ -3,7 +3,8 @@
     python ci/step_summary.py REPORT_DIR >> "$GITHUB_STEP_SUMMARY"
 
 Reads REPORT_DIR/conformance-report.json (verdict, implementation, profiles, the non-conformant and
-erroring tests, the warnings (failed SHOULD/MAY behaviours), preflight, error) and REPORT_DIR/junit.xml (totals and the failing test cases).
+erroring tests, the warnings (failed SHOULD/MAY behaviours), preflight, error) and
+REPORT_DIR/junit.xml (totals and the failing test cases).
 Whatever is missing or unreadable is said so in the summary; the script itself always exits 0, so
 it never hides the run's own result.
 """

@@ -17,6 +17,7 @@ message classes, so the service and method names come from the vendored protos' 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections.abc import Callable
@@ -169,6 +170,23 @@ class DraService:
         )
 
 
+MAX_SOCKET_PATH = 105
+"""The longest unix socket path gRPC binds (measured with grpcio 1.x: 105 bytes bind, 106 are refused;
+the kernel's own limit is 107)."""
+
+
+def registration_socket(registry_dir: Path, driver: str) -> Path:
+    """The registration socket: ``<driver>-reg.sock`` as the upstream kubeletplugin helper names it
+    (what a vendor route recognises a driver by), or, where that path is too long for gRPC (a long
+    driver name in a deep node directory), ``<first label>-<8 hex of the name>-reg.sock``: the
+    kubelet's plugin watcher takes any socket in the directory and asks it for the name. Pure."""
+    named = registry_dir / f"{driver}-reg.sock"
+    if len(str(named).encode()) <= MAX_SOCKET_PATH:
+        return named
+    digest = hashlib.sha256(driver.encode()).hexdigest()[:8]
+    return registry_dir / f"{driver.split('.', 1)[0]}-{digest}-reg.sock"
+
+
 @dataclass
 class RegistrationService:
     """What the kubelet's plugin watcher asks on the registration socket."""
@@ -244,10 +262,12 @@ class KubeletPlugin:
     ) -> None:
         self.shape = shape
         self.dra_socket = plugin_dir / shape.driver / "dra.sock"
-        self.registration_socket = registry_dir / f"{shape.driver}-reg.sock"
+        self.registration_socket = registration_socket(registry_dir, shape.driver)
         for path in (self.dra_socket, self.registration_socket):
-            if len(str(path).encode()) > 107:
-                raise ValueError(f"unix socket path too long ({len(str(path))} bytes): {path}")
+            if len(str(path).encode()) > MAX_SOCKET_PATH:
+                raise ValueError(
+                    f"unix socket path too long ({len(str(path))} bytes, gRPC takes {MAX_SOCKET_PATH}): {path}"
+                )
         self.dra = DraService(shape, node_name, cdi_dir, lookup, faults)
         self.registration = RegistrationService(shape, self.dra_socket, ready_file)
         self._servers: list[grpc.Server] = []

@@ -4,6 +4,7 @@ Claims come from a stub lookup; tests/integration/test_fake_devices.py uses the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import tempfile
@@ -194,3 +195,27 @@ def test_stale_sockets_are_replaced() -> None:
 def test_socket_path_too_long_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="too long"):
         KubeletPlugin(GPU, NODE, lookup, plugin_dir=tmp_path / ("x" * 120), registry_dir=tmp_path, cdi_dir=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("registry", "driver", "expected"),
+    [
+        (
+            "/var/lib/kubelet/plugins_registry",
+            "gpu.fake.kthena-conformance.io",
+            "gpu.fake.kthena-conformance.io-reg.sock",
+        ),
+        # a deep real-node directory (CI: 107 bytes with the driver's name, which gRPC refuses)
+        (
+            "/tmp/kthena-rn-bf1d038b67/accel-gpu-real-0/kubelet/plugins_registry",
+            "gpu.fake.kthena-conformance.io",
+            "gpu-" + hashlib.sha256(b"gpu.fake.kthena-conformance.io").hexdigest()[:8] + "-reg.sock",
+        ),
+    ],
+)
+def test_the_registration_socket_fits_grpc(registry: str, driver: str, expected: str) -> None:
+    from fake_devices.kubeletplugin.server import MAX_SOCKET_PATH, registration_socket
+
+    path = registration_socket(Path(registry), driver)
+    assert path.name == expected
+    assert len(str(path).encode()) <= MAX_SOCKET_PATH
