@@ -33,6 +33,7 @@ from typing import Any
 from .causes import causes
 from .exit_codes import EXIT_CLUSTER, EXIT_INTERRUPTED, EXIT_NONCONFORMANT, EXIT_OK
 from .features import PROFILES
+from .judged import judge
 from .outcomes import RAN, Outcome, TestResult, Verdict, overall_verdict, profile_verdict
 from .report import Report, ShardRecord
 from .support import Support, SupportFileError
@@ -123,10 +124,15 @@ def merge(shards: Sequence[ShardReport], *, run_id: str, command: list[str]) -> 
         selected = first.run.selection.profiles
         profiles = [p for p in PROFILES.values() if not selected or p.name in selected]
         results = [profile_verdict(p, [t for t in tests if t.feature in p.features], support) for p in profiles]
+        # judged on what the sharded run selected, as one run is (.judged): its exit code follows it
+        judged: dict[str, Any] | None = judge(
+            profiles, tests, support, preflight_ok=preflight_ok, interrupted=interrupted, error=bool(errors)
+        )
     else:  # no shard got as far as its tests (as a single run that failed that early)
         results = []
+        judged = None
     verdict = Verdict.ERROR if errors else overall_verdict(results, preflight_ok, interrupted)
-    exit_code = _exit_code(errors, interrupted, verdict)
+    exit_code = _exit_code(errors, interrupted, Verdict(judged["verdict"]) if judged else verdict)
 
     started = min(s.report.run.started_at for s in ordered)
     ends = [s.report.run.finished_at for s in ordered if s.report.run.finished_at is not None]
@@ -169,6 +175,7 @@ def merge(shards: Sequence[ShardReport], *, run_id: str, command: list[str]) -> 
         "error": _error(errors),
         "notes": notes,
         "exitCode": exit_code,
+        **({"judged": judged} if judged is not None else {}),
         "accelerators": _accelerators(ordered),
         "coverage": next(
             (s.report.coverage.model_dump(mode="json", by_alias=True) for s in ordered if s.report.coverage), None

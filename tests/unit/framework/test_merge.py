@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from conformance.cli import main
 from conformance.framework.catalog import Behaviour
 from conformance.framework.features import PROFILES, Feature
+from conformance.framework.judged import judge
 from conformance.framework.merge import MergeError, ShardReport, merge
 from conformance.framework.outcomes import Outcome, TestResult, overall_verdict, profile_verdict, skipped_by_user
 from conformance.framework.report import SCHEMA_VERSION, Report, verify, write
@@ -71,6 +72,8 @@ def run(
         tests.append(TestResult(b.id, nodeid, b.feature, outcome, 0.5, message, b.statement, b.spec))
     results = [profile_verdict(PROFILES[p], tests, SUPPORT) for p in profiles]
     verdict = overall_verdict(results, preflight_ok=True, interrupted=False)
+    # the exit code follows the verdict on what was selected (conformance.framework.judged), as a run's does
+    judged = judge([PROFILES[p] for p in profiles], tests, SUPPORT, preflight_ok=True, interrupted=False)
     index = shard.index if shard else 0
     data: dict[str, Any] = {
         "schemaVersion": SCHEMA_VERSION,
@@ -93,7 +96,7 @@ def run(
         "tests": [t.as_dict() for t in tests],
         "verdict": verdict.value,
         "notes": [],
-        "exitCode": 0 if verdict.value == "success" else 1,
+        "exitCode": 0 if judged["verdict"] == "success" else 1,
     }
     if shard is not None:
         data["run"]["shard"] = shard.as_report(i for i, owner in owners.items() if owner == shard.index)
