@@ -57,6 +57,19 @@ def require_binaries(bin_dir: Path) -> None:
         )
 
 
+def built_binaries() -> Path:
+    """The pinned binary directory with the real nodes' binaries in it, for a test that starts real
+    nodes; skips (or fails where real nodes are required) on a host that cannot run them."""
+    from conformance.cluster.binaries import BinaryCache
+    from conformance.cluster.versions import PINNED
+
+    require_host()
+    found = BinaryCache().load(PINNED)
+    assert found is not None, "run `make binaries` first"
+    require_binaries(found.directory)
+    return found.directory
+
+
 def snapshot(bin_dir: Path, nodes: Sequence[str]) -> host.HostSnapshot:
     """The host as the real nodes ``nodes`` could change it (only the real-node executables'
     processes count, never a control plane sharing the directory)."""

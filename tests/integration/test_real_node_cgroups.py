@@ -25,15 +25,13 @@ from pathlib import Path, PurePosixPath
 import pytest
 from kubernetes import client
 
-from conformance.cluster.binaries import BinaryCache
 from conformance.cluster.kube import api_client
 from conformance.cluster.local.provider import LocalProvider
 from conformance.cluster.realnode import host
-from conformance.cluster.versions import PINNED
 from conformance.framework.waits import wait_for
 
 from .conftest import isolated_cache
-from .real_nodes import require_binaries, require_host, snapshot
+from .real_nodes import built_binaries, snapshot
 
 pytestmark = [pytest.mark.serial, pytest.mark.slow]
 
@@ -44,11 +42,7 @@ STRAY_LINKS = {"net_cls": "net_cls,net_prio", "net_prio": "net_cls,net_prio"}
 
 @pytest.fixture
 def bin_dir() -> Path:
-    require_host()
-    found = BinaryCache().load(PINNED)
-    assert found is not None, "run `make binaries` first"
-    require_binaries(found.directory)
-    return found.directory
+    return built_binaries()
 
 
 @pytest.fixture

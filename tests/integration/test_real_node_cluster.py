@@ -21,20 +21,25 @@ import psutil
 import pytest
 from kubernetes import client
 
-from conformance.cluster.binaries import BinaryCache
 from conformance.cluster.errors import HarnessError
 from conformance.cluster.kube import api_client
 from conformance.cluster.local.provider import LocalProvider
 from conformance.cluster.realnode import config as cfg
 from conformance.cluster.realnode import fleet, host, preflight
 from conformance.cluster.spec import ClusterSpec, NodePool
-from conformance.cluster.versions import PINNED
 from conformance.framework.waits import wait_for
 from fake_devices.drivers import GPU, NPU, DriverShape
 from fake_devices.kubeletplugin.cdi import device_env
 
 from .conftest import isolated_cache
-from .real_nodes import in_container, pod, require_binaries, require_host, running, snapshot, unavailable
+from .real_nodes import (
+    built_binaries,
+    in_container,
+    pod,
+    running,
+    snapshot,
+    unavailable,
+)
 
 pytestmark = [pytest.mark.serial, pytest.mark.slow]
 
@@ -48,11 +53,7 @@ NODES = SPEC.node_names()
 
 @pytest.fixture
 def bin_dir() -> Path:
-    require_host()
-    found = BinaryCache().load(PINNED)
-    assert found is not None, "run `make binaries` first"
-    require_binaries(found.directory)
-    return found.directory
+    return built_binaries()
 
 
 @pytest.fixture

@@ -29,16 +29,14 @@ import pytest
 import yaml
 from kubernetes import client
 
-from conformance.cluster.binaries import BinaryCache
 from conformance.cluster.existing import ExistingProvider
 from conformance.cluster.kube import api_client
 from conformance.cluster.realnode import fleet, host, images
-from conformance.cluster.versions import PINNED
 from conformance.framework.waits import wait_for
 from conformance.runner import fake_capability_files
 
 from .conftest import isolated_cache
-from .real_nodes import pod, require_binaries, require_host, running, snapshot
+from .real_nodes import built_binaries, pod, running, snapshot
 
 pytestmark = [pytest.mark.serial, pytest.mark.slow]
 
@@ -59,11 +57,7 @@ IDS = [
 
 @pytest.fixture
 def bin_dir() -> Path:
-    require_host()
-    found = BinaryCache().load(PINNED)
-    assert found is not None, "run `make binaries` first"
-    require_binaries(found.directory)
-    return found.directory
+    return built_binaries()
 
 
 @pytest.fixture
